@@ -1,0 +1,87 @@
+// ktune/constraints.hpp — a rule verdict: which named constraint rejected a configuration and with
+// which numbers. Verdicts are constexpr values; text is made only when someone asks for it.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace ktune {
+
+enum class Rule {
+  none,                    // accepted
+  math_needs_arch,         // the math instruction does not exist on the target architecture
+  warp_divides_tile,       // BM % WM and BN % WN must be 0
+  instr_divides_warp,      // WM, WN must be multiples of the instruction (or thread-tile) shape
+  instr_divides_bk,        // BK must be a multiple of the instruction K
+  threads_in_range,        // 32 ≤ threads ≤ max threads per block
+  stages_in_range,         // 2 ≤ stages ≤ 8 (a pipeline needs a slot being filled and one read)
+  smem_fits,               // shared memory ≤ the architecture's opt-in limit per block
+  registers_per_thread,    // estimated registers ≤ 255 (beyond that the compiler spills)
+  registers_per_sm,        // threads × registers ≤ register file (one block must fit)
+  vector_width_legal,      // vector access of 4..16 bytes (or one element) and a power of two
+  vector_divides_tile,     // the tile's contiguous extent must be a multiple of the vector
+  copy_divides_threads,    // a tile's vectors must spread evenly over the block's threads
+  thread_tile_shape,       // SIMT thread tile must be 4 or 8 wide in M and N (float4 smem reads)
+};
+
+constexpr std::string_view rule_name(Rule r) {
+  switch (r) {
+    case Rule::none: return "ok";
+    case Rule::math_needs_arch: return "math_needs_arch";
+    case Rule::warp_divides_tile: return "warp_divides_tile";
+    case Rule::instr_divides_warp: return "instr_divides_warp";
+    case Rule::instr_divides_bk: return "instr_divides_bk";
+    case Rule::threads_in_range: return "threads_in_range";
+    case Rule::stages_in_range: return "stages_in_range";
+    case Rule::smem_fits: return "smem_fits";
+    case Rule::registers_per_thread: return "registers_per_thread";
+    case Rule::registers_per_sm: return "registers_per_sm";
+    case Rule::vector_width_legal: return "vector_width_legal";
+    case Rule::vector_divides_tile: return "vector_divides_tile";
+    case Rule::copy_divides_threads: return "copy_divides_threads";
+    case Rule::thread_tile_shape: return "thread_tile_shape";
+  }
+  return "?";
+}
+
+struct Verdict {
+  Rule rule = Rule::none;
+  long long value = 0;  // what the configuration needs
+  long long limit = 0;  // what the rule allows
+
+  constexpr bool ok() const { return rule == Rule::none; }
+  friend constexpr bool operator==(const Verdict&, const Verdict&) = default;
+
+  std::string describe() const {
+    auto n = [](long long v) { return std::to_string(v); };
+    switch (rule) {
+      case Rule::none: return "ok";
+      case Rule::math_needs_arch: return "math instruction needs sm" + n(limit) + ", family targets sm" + n(value);
+      case Rule::warp_divides_tile: return "tile extent " + n(value) + " is not a multiple of warp tile " + n(limit);
+      case Rule::instr_divides_warp: return "warp tile extent " + n(value) + " is not a multiple of " + n(limit);
+      case Rule::instr_divides_bk: return "BK " + n(value) + " is not a multiple of instruction K " + n(limit);
+      case Rule::threads_in_range: return n(value) + " threads outside [32, " + n(limit) + "]";
+      case Rule::stages_in_range: return n(value) + " stages outside [2, " + n(limit) + "]";
+      case Rule::smem_fits:
+        return "shared memory " + n(value) + " B exceeds the opt-in limit " + n(limit) + " B";
+      case Rule::registers_per_thread:
+        return "estimated " + n(value) + " registers per thread exceed " + n(limit);
+      case Rule::registers_per_sm:
+        return "estimated " + n(value) + " registers per block exceed the register file " + n(limit);
+      case Rule::vector_width_legal: return "vector access of " + n(value) + " bytes is not 4, 8 or 16 bytes or one element";
+      case Rule::vector_divides_tile:
+        return "contiguous tile extent " + n(value) + " is not a multiple of the vector width " + n(limit);
+      case Rule::copy_divides_threads:
+        return n(value) + " vectors per tile do not divide evenly over " + n(limit) + " threads";
+      case Rule::thread_tile_shape: return "thread tile extent " + n(value) + " is not 4 or 8";
+    }
+    return "?";
+  }
+  std::string to_string() const { return ok() ? "ok" : std::string(rule_name(rule)) + ": " + describe(); }
+};
+
+// Helper for rules written as `if (auto v = check(cond, Rule::x, value, limit); !v.ok()) return v;`
+constexpr Verdict require(bool cond, Rule rule, long long value, long long limit) {
+  return cond ? Verdict{} : Verdict{rule, value, limit};
+}
+
+}  // namespace ktune

@@ -1,0 +1,100 @@
+// ktune/dispatch.hpp — the dispatch table: every instantiated kernel, its metadata, whether it can run
+// a problem, and how to launch it. Listing and querying work on a host without a GPU.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ktune/arch.hpp"
+#include "ktune/gemm/config.hpp"
+#include "ktune/gemm/resource_model.hpp"
+#include "ktune/problem.hpp"
+
+namespace ktune {
+
+struct GemmLaunchOptions {
+  int raster_group = 8;  // tiles are visited in groups of this many tile-rows, for L2 reuse
+};
+
+struct GemmKernelEntry {
+  std::string_view name;
+  std::string_view family;
+  GemmConfig config;
+  GemmResources resources;  // the constraint model's estimate
+  // Launch on `stream`; assumes can_implement() accepted the problem. Returns launch errors.
+  Status (*launch)(const GemmDesc&, const GemmOperands&, const GemmLaunchOptions&, cudaStream_t) = nullptr;
+  // Compiler's view of the instance (registers, local memory, static smem), for checking the model.
+  cudaError_t (*attributes)(cudaFuncAttributes*) = nullptr;
+};
+
+// Can this instance run this (already validated) problem on this device? The reason says why not.
+inline Status can_implement(const GemmKernelEntry& e, const GemmDesc& d, const GemmAlignment& al,
+                            const DeviceInfo* dev) {
+  const GemmConfig& c = e.config;
+  if (c.math != required_math(d))
+    return error(StatusCode::unsupported, "instance computes " + std::string(to_string(c.math)) + ", problem needs " +
+                                              std::string(to_string(required_math(d))));
+  if (c.a_layout != d.a_layout || c.b_layout != d.b_layout)
+    return error(StatusCode::unsupported, "instance is for layout " + std::string(1, layout_letter(c.a_layout)) +
+                                              layout_letter(c.b_layout) + ", problem is " + layout_letter(d.a_layout) +
+                                              layout_letter(d.b_layout));
+  if (al.a % c.align != 0 || al.b % c.align != 0)
+    return error(StatusCode::misaligned, "instance needs " + std::to_string(c.align) + "-element vectors, A allows " +
+                                             std::to_string(al.a) + ", B allows " + std::to_string(al.b));
+  if (dev != nullptr) {
+    if (dev->cc < c.arch_cc)
+      return error(StatusCode::no_instance, "instance needs sm" + std::to_string(c.arch_cc) + ", device is sm" + std::to_string(dev->cc));
+    if (e.resources.smem_bytes > dev->smem_optin_bytes)
+      return error(StatusCode::no_instance, "instance needs " + std::to_string(e.resources.smem_bytes) +
+                                                " B shared memory, device allows " + std::to_string(dev->smem_optin_bytes));
+  }
+  return {};
+}
+
+class GemmTable {
+ public:
+  void add(const GemmKernelEntry& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (std::none_of(entries_.begin(), entries_.end(), [&](const GemmKernelEntry& x) { return x.name == e.name; }))
+      entries_.push_back(e);
+  }
+  // Entries are only added during static initialisation, so reading needs no lock afterwards.
+  const std::vector<GemmKernelEntry>& entries() const { return entries_; }
+  std::size_t size() const { return entries_.size(); }
+
+  const GemmKernelEntry* find(std::string_view name) const {
+    for (const auto& e : entries_)
+      if (e.name == name) return &e;
+    return nullptr;
+  }
+
+  // Entries that accept the problem; `why_not` (optional) collects one line per rejected entry.
+  std::vector<const GemmKernelEntry*> candidates(const GemmDesc& d, const GemmAlignment& al, const DeviceInfo* dev,
+                                                 std::vector<std::string>* why_not = nullptr) const {
+    std::vector<const GemmKernelEntry*> out;
+    for (const auto& e : entries_) {
+      Status s = can_implement(e, d, al, dev);
+      if (s.ok())
+        out.push_back(&e);
+      else if (why_not != nullptr)
+        why_not->push_back(std::string(e.name) + ": " + s.message());
+    }
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<GemmKernelEntry> entries_;
+};
+
+// The process-wide table that instance headers register into (see gemm/instances/).
+inline GemmTable& gemm_table() {
+  static GemmTable table;
+  return table;
+}
+
+}  // namespace ktune

@@ -1,0 +1,110 @@
+// ktune/epilogue/builtin.cuh — device side of the epilogues.
+//
+// The epilogue concept: a type E with
+//   struct Params { ... };                                // trivially copyable, lives in kernel params
+//   template <class TOut> __device__ static void apply(const Params&, int row, int col, float* v, int n);
+// `apply` transforms n (1 to 4) consecutive accumulator values of row `row`, columns col..col+n-1, in
+// place (n ≤ 4); the kernel then converts them to TOut and stores them to D. Every epilogue runs inside the
+// GEMM kernel: no extra pass over memory.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "ktune/epilogue/spec.hpp"
+
+namespace ktune::epilogue {
+
+template <class T> __device__ __forceinline__ float to_float(T v) { return static_cast<float>(v); }
+template <> __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <class T> __device__ __forceinline__ T from_float(float v) { return static_cast<T>(v); }
+template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// Activations, one function each; `apply_activation` picks one at run time.
+__device__ __forceinline__ float relu(float x) { return fmaxf(x, 0.0f); }
+__device__ __forceinline__ float gelu_tanh(float x) {
+  constexpr float k = 0.7978845608028654f;  // sqrt(2/pi)
+  return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+__device__ __forceinline__ float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)); }
+__device__ __forceinline__ float silu(float x) { return x / (1.0f + __expf(-x)); }
+
+__device__ __forceinline__ float apply_activation(Activation a, float x) {
+  switch (a) {
+    case Activation::relu: return relu(x);
+    case Activation::gelu_tanh: return gelu_tanh(x);
+    case Activation::gelu_erf: return gelu_erf(x);
+    case Activation::silu: return silu(x);
+    default: return x;
+  }
+}
+
+// The run-time-composed epilogue behind EpilogueSpec:
+//   v = act(alpha·acc + beta·C + bias[col] + residual[row, col]), then clamp.
+struct Builtin {
+  struct Params {
+    float alpha = 1.0f, beta = 0.0f;
+    const void* c = nullptr;
+    std::int64_t ldc = 0;
+    const void* bias = nullptr;      // null: no bias
+    const void* residual = nullptr;  // null: no residual
+    std::int64_t ldr = 0;
+    Activation activation = Activation::none;
+    bool clamp = false;
+    float clamp_lo = 0.0f, clamp_hi = 0.0f;
+  };
+
+  template <class TOut>
+  __device__ __forceinline__ static void apply(const Params& p, int row, int col, float* v, int n) {
+    const TOut* c = p.beta != 0.0f ? static_cast<const TOut*>(p.c) + static_cast<std::int64_t>(row) * p.ldc + col : nullptr;
+    const TOut* r = p.residual ? static_cast<const TOut*>(p.residual) + static_cast<std::int64_t>(row) * p.ldr + col : nullptr;
+    const TOut* b = p.bias ? static_cast<const TOut*>(p.bias) + col : nullptr;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if (i >= n) break;
+      float x = p.alpha * v[i];
+      if (c) x += p.beta * to_float(c[i]);
+      if (b) x += to_float(b[i]);
+      if (r) x += to_float(r[i]);
+      x = apply_activation(p.activation, x);
+      if (p.clamp) x = fminf(fmaxf(x, p.clamp_lo), p.clamp_hi);
+      v[i] = x;
+    }
+  }
+};
+
+// Host: kernel parameters from the data description.
+inline Builtin::Params make_builtin_params(const EpilogueSpec& s, const void* c, std::int64_t ldc, const void* bias,
+                                           const void* residual, std::int64_t ldr) {
+  Builtin::Params p;
+  p.alpha = s.alpha;
+  p.beta = s.beta;
+  p.c = s.beta != 0.0f ? c : nullptr;
+  p.ldc = ldc;
+  p.bias = s.bias ? bias : nullptr;
+  p.residual = s.residual ? residual : nullptr;
+  p.ldr = ldr;
+  p.activation = s.activation;
+  p.clamp = s.clamp;
+  p.clamp_lo = s.clamp_lo;
+  p.clamp_hi = s.clamp_hi;
+  return p;
+}
+
+// A user functor F (`__device__ float operator()(float acc, int row, int col) const`) as an epilogue.
+template <class F>
+struct Elementwise {
+  using Params = F;
+  template <class TOut>
+  __device__ __forceinline__ static void apply(const Params& f, int row, int col, float* v, int n) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      if (i < n) v[i] = f(v[i], row, col + i);
+  }
+};
+
+}  // namespace ktune::epilogue

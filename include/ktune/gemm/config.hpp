@@ -1,0 +1,61 @@
+// ktune/gemm/config.hpp — one point of a GEMM kernel family's parameter space.
+//
+// A GemmConfig is a structural literal type, so it is used directly as a template argument:
+// `gemm_kernel<Config>` is one instance. Everything a kernel's code shape depends on is here;
+// everything else (M, N, K, leading dimensions, epilogue operation, output type, raster order)
+// is a run-time argument, so one instance serves every problem it can implement.
+#pragma once
+#include "ktune/fixed_string.hpp"
+#include "ktune/types.hpp"
+
+namespace ktune {
+
+struct TileShape { int m, n, k; };   // threadblock tile BM×BN×BK
+struct WarpShape { int m, n; };      // per-warp tile WM×WN
+
+struct GemmConfig {
+  int arch_cc = 80;                  // lowest architecture the instance is built and pruned for
+  MathOp math = MathOp::mma_f16;
+  Layout a_layout = Layout::row;
+  Layout b_layout = Layout::col;
+  TileShape tile{128, 128, 32};
+  WarpShape warp{64, 64};
+  int stages = 3;
+  int align = 8;                     // elements per global vector access of A and B
+
+  constexpr DType operand() const { return operand_type(math); }
+  constexpr int warps_m() const { return warp.m > 0 ? tile.m / warp.m : 0; }
+  constexpr int warps_n() const { return warp.n > 0 ? tile.n / warp.n : 0; }
+  constexpr int warps() const { return warps_m() * warps_n(); }
+  constexpr int threads() const { return warps() * 32; }
+  // Is the operand's contiguous dimension K? (A row-major, B column-major.)
+  constexpr bool a_k_contiguous() const { return a_layout == Layout::row; }
+  constexpr bool b_k_contiguous() const { return b_layout == Layout::col; }
+
+  friend constexpr bool operator==(const GemmConfig&, const GemmConfig&) = default;
+};
+
+constexpr std::string_view math_short_name(MathOp m) {
+  switch (m) {
+    case MathOp::simt_f32: return "simt_f32";
+    case MathOp::mma_f16: return "f16";
+    case MathOp::mma_bf16: return "bf16";
+    case MathOp::mma_tf32: return "tf32";
+  }
+  return "?";
+}
+
+// Stable, readable instance name, e.g. ktune_gemm_sm80_bf16_tn_128x256x32_w64x64_s4_a8.
+// Names are part of the public interface (tuning caches and users refer to them): never reorder.
+using InstanceName = FixedString<80>;
+constexpr InstanceName instance_name(const GemmConfig& c) {
+  InstanceName s;
+  s.append("ktune_gemm_sm").append(c.arch_cc).append('_').append(math_short_name(c.math)).append('_');
+  s.append(layout_letter(c.a_layout)).append(layout_letter(c.b_layout)).append('_');
+  s.append(c.tile.m).append('x').append(c.tile.n).append('x').append(c.tile.k);
+  s.append("_w").append(c.warp.m).append('x').append(c.warp.n);
+  s.append("_s").append(c.stages).append("_a").append(c.align);
+  return s;
+}
+
+}  // namespace ktune

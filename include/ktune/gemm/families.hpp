@@ -1,0 +1,65 @@
+// ktune/gemm/families.hpp — the default GEMM kernel families: each family's whole parameter space at
+// a glance. This is tuning policy (which points to instantiate per architecture), kept apart from
+// kernel code; the constraint model prunes the product and `ktune-profile --list` shows why.
+#pragma once
+#include "ktune/arch.hpp"
+#include "ktune/gemm/config.hpp"
+
+namespace ktune::families {
+
+using enum MathOp;
+using enum Layout;
+
+// Tensor cores through mma.sync, f16/bf16 operands with 16-byte aligned rows: the fast path.
+struct Sm80MmaF16 {
+  static constexpr std::string_view name = "sm80_mma_f16";
+  static constexpr const ArchTraits& arch = sm80;
+  static constexpr MathOp maths[] = {mma_f16, mma_bf16};
+  static constexpr Layout a_layouts[] = {row, col};
+  static constexpr Layout b_layouts[] = {row, col};
+  static constexpr TileShape tiles[] = {{128, 256, 32}, {256, 128, 32}, {128, 128, 32}, {64, 128, 32}};
+  static constexpr WarpShape warps[] = {{64, 64}, {32, 64}};
+  static constexpr int stages[] = {4};
+  static constexpr int aligns[] = {8};
+};
+
+// f16/bf16 operands whose rows are only 4- or 2-byte aligned (odd K, odd leading dimensions).
+struct Sm80MmaF16Unaligned {
+  static constexpr std::string_view name = "sm80_mma_f16_unaligned";
+  static constexpr const ArchTraits& arch = sm80;
+  static constexpr MathOp maths[] = {mma_f16, mma_bf16};
+  static constexpr Layout a_layouts[] = {row, col};
+  static constexpr Layout b_layouts[] = {row, col};
+  static constexpr TileShape tiles[] = {{128, 128, 32}};
+  static constexpr WarpShape warps[] = {{64, 64}};
+  static constexpr int stages[] = {3};
+  static constexpr int aligns[] = {2, 1};
+};
+
+// tf32 tensor cores on f32 operands.
+struct Sm80MmaTf32 {
+  static constexpr std::string_view name = "sm80_mma_tf32";
+  static constexpr const ArchTraits& arch = sm80;
+  static constexpr MathOp maths[] = {mma_tf32};
+  static constexpr Layout a_layouts[] = {row, col};
+  static constexpr Layout b_layouts[] = {row, col};
+  static constexpr TileShape tiles[] = {{128, 128, 32}};
+  static constexpr WarpShape warps[] = {{64, 64}};
+  static constexpr int stages[] = {3};
+  static constexpr int aligns[] = {4, 1};
+};
+
+// Exact fp32 on CUDA cores (FFMA), register-blocked.
+struct Sm80SimtF32 {
+  static constexpr std::string_view name = "sm80_simt_f32";
+  static constexpr const ArchTraits& arch = sm80;
+  static constexpr MathOp maths[] = {simt_f32};
+  static constexpr Layout a_layouts[] = {row, col};
+  static constexpr Layout b_layouts[] = {row, col};
+  static constexpr TileShape tiles[] = {{128, 128, 8}};
+  static constexpr WarpShape warps[] = {{32, 64}};
+  static constexpr int stages[] = {3};
+  static constexpr int aligns[] = {4, 1};
+};
+
+}  // namespace ktune::families

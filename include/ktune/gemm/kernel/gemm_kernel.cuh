@@ -1,0 +1,158 @@
+// ktune/gemm/kernel/gemm_kernel.cuh — the GEMM kernel: schedule → mainloop → fused epilogue, and its
+// host-side launcher. A mainloop provides:
+//   Accumulators, shared-memory layout, run(...), and visit(acc, f) which calls
+//   f(row_in_tile, col_in_tile, float& v0, float& v1) for every pair of adjacent output columns.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdint>
+#include <utility>
+
+#include "ktune/device.hpp"
+#include "ktune/dispatch.hpp"
+#include "ktune/epilogue/builtin.cuh"
+#include "ktune/gemm/kernel/mma_sm80.cuh"
+#include "ktune/gemm/kernel/params.cuh"
+#include "ktune/gemm/kernel/schedule.cuh"
+#include "ktune/gemm/kernel/simt.cuh"
+
+namespace ktune::kernel {
+
+template <GemmConfig C>
+struct MainloopFor {
+  using T = element_t<operand_type(C.math)>;
+  using type = std::conditional_t<C.math == MathOp::simt_f32, SimtMainloop<C>, MmaMainloop<C, T>>;
+};
+
+// Epilogue: each warp moves its accumulators through shared memory one 16-row band at a time, then
+// every lane applies the epilogue to 4 consecutive columns and stores them as one vector. Rows are
+// written by 16·WN/4 lanes' worth of coalesced vectors; the epilogue code exists once (not once per
+// accumulator register), which keeps instances small and fast to compile.
+template <GemmConfig C, class Epi, class TOut, class Mainloop, class Acc>
+__device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params>& p, Acc& acc, char* smem, int m0,
+                                           int n0) {
+  constexpr int WN = C.warp.n, band_rows = smem_layout::epilogue_band_rows;
+  constexpr int stride = WN + smem_layout::epilogue_pad;  // floats per staged row
+  constexpr int vectors = band_rows * WN / 4;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float* stage = reinterpret_cast<float*>(smem) + warp * band_rows * stride;
+  const int row0 = m0 + Mainloop::warp_row0(warp), col0 = n0 + Mainloop::warp_col0(warp);
+  TOut* D = static_cast<TOut*>(p.d);
+  const bool vec4 = p.d_vec4;  // host checked that D, C, bias and residual allow 4-element vectors
+
+  [&]<int... Band>(std::integer_sequence<int, Band...>) {
+    (
+        [&] {
+          __syncwarp();
+          Mainloop::template visit_band<Band>(acc, [&](int r, int c, float v0, float v1) {
+            *reinterpret_cast<float2*>(stage + r * stride + c) = make_float2(v0, v1);
+          });
+          __syncwarp();
+#pragma unroll 1
+          for (int v = lane; v < vectors; v += 32) {
+            const int r = v / (WN / 4), c = (v % (WN / 4)) * 4;
+            const int row = row0 + Band * band_rows + r, col = col0 + c;
+            if (row >= p.m || col >= p.n) continue;
+            const int n = min(4, p.n - col);
+            float x[4];
+            *reinterpret_cast<float4*>(x) = *reinterpret_cast<const float4*>(stage + r * stride + c);
+            Epi::template apply<TOut>(p.ep, row, col, x, n);
+            TOut* dst = D + static_cast<std::int64_t>(row) * p.ldd + col;
+            if (n == 4 && vec4) {
+              struct alignas(4 * sizeof(TOut)) Vec4 { TOut e[4]; };
+              Vec4 out;
+#pragma unroll
+              for (int i = 0; i < 4; ++i) out.e[i] = epilogue::from_float<TOut>(x[i]);
+              *reinterpret_cast<Vec4*>(dst) = out;
+            } else {
+              for (int i = 0; i < n; ++i) dst[i] = epilogue::from_float<TOut>(x[i]);
+            }
+          }
+        }(),
+        ...);
+  }(std::make_integer_sequence<int, Mainloop::bands>{});
+}
+
+// Kernels take their configuration as a type (CfgT::value is a GemmConfig): nvcc's host stubs cannot
+// spell class-type template arguments of __global__ functions.
+template <class CfgT, class Epi>
+__global__ void __launch_bounds__(CfgT::value.threads(), 1) gemm_kernel(const GemmParams<typename Epi::Params> p) {
+  static constexpr GemmConfig C = CfgT::value;
+  using Mainloop = typename MainloopFor<C>::type;
+  using T = typename MainloopFor<C>::T;
+  extern __shared__ __align__(128) char smem[];
+  const int tiles_m = (p.m + C.tile.m - 1) / C.tile.m, tiles_n = (p.n + C.tile.n - 1) / C.tile.n;
+  const TileCoord tile = grouped_raster(blockIdx.x, tiles_m, tiles_n, p.raster_group);
+  const int m0 = tile.m * C.tile.m, n0 = tile.n * C.tile.n;
+
+  typename Mainloop::Accumulators acc;
+  Mainloop::run(acc, smem, static_cast<const T*>(p.a), p.lda, static_cast<const T*>(p.b), p.ldb, m0, n0, p.m, p.n, p.k);
+  __syncthreads();  // the pipeline's shared memory becomes the epilogue's staging area
+
+  switch (p.d_type) {
+    case DType::f32: store_tile<C, Epi, float, Mainloop>(p, acc, smem, m0, n0); break;
+    case DType::f16: store_tile<C, Epi, __half, Mainloop>(p, acc, smem, m0, n0); break;
+    case DType::bf16: store_tile<C, Epi, __nv_bfloat16, Mainloop>(p, acc, smem, m0, n0); break;
+  }
+}
+
+// ---- Host side -------------------------------------------------------------------------------------
+
+// Raise the dynamic shared-memory limit once per device for this kernel.
+template <auto Kernel>
+Status ensure_smem_limit(int bytes) {
+  if (bytes <= 48 * 1024) return {};
+  static std::atomic<std::uint64_t> configured{0};
+  int dev = 0;
+  KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&dev), "cudaGetDevice"));
+  const std::uint64_t bit = std::uint64_t{1} << (dev & 63);
+  if (configured.load(std::memory_order_acquire) & bit) return {};
+  KTUNE_RETURN_IF_ERROR(cuda_status(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
+                                    "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)"));
+  configured.fetch_or(bit, std::memory_order_acq_rel);
+  return {};
+}
+
+template <class CfgT, class Epi>
+Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const GemmOperands& ops,
+                   const GemmLaunchOptions& opt, cudaStream_t stream) {
+  constexpr GemmConfig C = CfgT::value;
+  constexpr auto kernel = gemm_kernel<CfgT, Epi>;
+  constexpr int smem = estimate_resources(C).smem_bytes;
+  const GemmDesc d = resolved(d0);
+  GemmParams<typename Epi::Params> p{};
+  p.m = static_cast<int>(d.m);
+  p.n = static_cast<int>(d.n);
+  p.k = static_cast<int>(d.k);
+  p.a = ops.a;
+  p.lda = d.lda;
+  p.b = ops.b;
+  p.ldb = d.ldb;
+  p.d = ops.d;
+  p.ldd = d.ldd;
+  p.d_type = d.d_type;
+  p.d_vec4 = alignment_of(d, ops).d % 4 == 0;
+  p.raster_group = opt.raster_group > 0 ? opt.raster_group : 8;
+  p.ep = ep;
+  const std::int64_t tiles = ceil_div(d.m, std::int64_t{C.tile.m}) * ceil_div(d.n, std::int64_t{C.tile.n});
+  if (tiles > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
+  KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(smem));
+  kernel<<<static_cast<unsigned>(tiles), C.threads(), smem, stream>>>(p);
+  return cuda_status(cudaGetLastError(), "GEMM kernel launch");
+}
+
+// The dispatch-table launcher: the built-in run-time epilogue.
+template <class CfgT>
+Status launch_builtin(const GemmDesc& d0, const GemmOperands& ops, const GemmLaunchOptions& opt, cudaStream_t stream) {
+  const GemmDesc d = resolved(d0);
+  const auto ep = epilogue::make_builtin_params(d.epilogue, ops.c, d.ldc, ops.bias, ops.residual, d.ldr);
+  return launch_with<CfgT, epilogue::Builtin>(d, ep, ops, opt, stream);
+}
+
+template <class CfgT>
+cudaError_t attributes_of(cudaFuncAttributes* a) {
+  return cudaFuncGetAttributes(a, gemm_kernel<CfgT, epilogue::Builtin>);
+}
+
+}  // namespace ktune::kernel

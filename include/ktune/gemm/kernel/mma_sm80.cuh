@@ -1,0 +1,193 @@
+// ktune/gemm/kernel/mma_sm80.cuh — Ampere-class tensor-core mainloop: cp.async multistage pipeline,
+// swizzled shared memory, ldmatrix fragments, mma.sync m16n8k16 (f16/bf16) or m16n8k8 (tf32), fp32
+// accumulators. Runs on sm_80 and later (sm_90 included).
+#pragma once
+#include <cstdint>
+
+#include "ktune/gemm/config.hpp"
+#include "ktune/gemm/kernel/smem.cuh"
+
+namespace ktune::kernel {
+
+// ---- PTX with no CCCL wrapper: ldmatrix, mma.sync, cvt.rna.tf32 ---------------------------------
+template <bool Trans>
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* smem) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  if constexpr (Trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+
+template <MathOp M>
+__device__ __forceinline__ void mma(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+  if constexpr (M == MathOp::mma_f16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else if constexpr (M == MathOp::mma_bf16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ std::uint32_t round_tf32(std::uint32_t x) {
+  std::uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(x)));
+  return r;
+}
+
+// ---- Mainloop ------------------------------------------------------------------------------------
+// One block computes a BM×BN tile of A·B into per-thread accumulators acc[MI][NI][4] where
+// acc[mi][ni] is the m16n8 fragment at warp-tile offset (mi·16, ni·8): elements (g, 2t), (g, 2t+1),
+// (g+8, 2t), (g+8, 2t+1) with g = lane/4, t = lane%4.
+template <GemmConfig C, class T>
+struct MmaMainloop {
+  static constexpr int BM = C.tile.m, BN = C.tile.n, BK = C.tile.k;
+  static constexpr int WM = C.warp.m, WN = C.warp.n;
+  static constexpr int threads = C.threads();
+  static constexpr InstrShape instr = instr_shape(C.math);
+  static constexpr int MI = WM / instr.m, NI = WN / instr.n, KI = BK / instr.k;
+  static constexpr bool a_kc = C.a_k_contiguous(), b_kc = C.b_k_contiguous();
+  static constexpr bool tf32 = C.math == MathOp::mma_tf32;
+  static constexpr int chunk = 16 / int(sizeof(T));  // elements per 16-byte chunk
+
+  // Shared tiles in their global layout (contiguous dimension innermost).
+  using TileA = SwizzledTile<T, a_kc ? BM : BK, a_kc ? BK : BM>;
+  using TileB = SwizzledTile<T, b_kc ? BN : BK, b_kc ? BK : BN>;
+  using CopyA = TileCopy<T, a_kc ? BM : BK, a_kc ? BK : BM, C.align, threads>;
+  using CopyB = TileCopy<T, b_kc ? BN : BK, b_kc ? BK : BN, C.align, threads>;
+  static constexpr int stage_bytes = TileA::bytes + TileB::bytes;
+
+  // A fragment (16 × instr.k) at warp-tile row mi, k-step kk.
+  __device__ __forceinline__ static void load_a(std::uint32_t (&a)[4], const char* sA, int m0, int k0, int lane) {
+    if constexpr (a_kc) {
+      // 4 8×(16 B) matrices: rows m0 + lane%16, chunk k0 + (lane/16)·chunk.
+      ldmatrix_x4<false>(a, sA + TileA::offset(m0 + (lane & 15), k0 + (lane >> 4) * chunk));
+    } else if constexpr (!tf32) {
+      // Stored [k][m]: transpose on load. Matrix i = lane/8 covers m (i%2)·8.., k (i/2)·8..
+      ldmatrix_x4<true>(a, sA + TileA::offset(k0 + (lane >> 4) * 8 + (lane & 7), m0 + ((lane >> 3) & 1) * 8));
+    } else {
+      const int g = lane >> 2, t = lane & 3;
+      auto at = [&](int m, int k) { return *reinterpret_cast<const std::uint32_t*>(sA + TileA::offset(k, m)); };
+      a[0] = at(m0 + g, k0 + t);
+      a[1] = at(m0 + g + 8, k0 + t);
+      a[2] = at(m0 + g, k0 + t + 4);
+      a[3] = at(m0 + g + 8, k0 + t + 4);
+    }
+    if constexpr (tf32)
+      for (int i = 0; i < 4; ++i) a[i] = round_tf32(a[i]);
+  }
+
+  // B fragments for two adjacent n8 blocks (n0.., n0+8..): b[0..1] block 0, b[2..3] block 1.
+  __device__ __forceinline__ static void load_b(std::uint32_t (&b)[4], const char* sB, int n0, int k0, int lane) {
+    if constexpr (b_kc) {
+      ldmatrix_x4<false>(b, sB + TileB::offset(n0 + (lane >> 4) * 8 + (lane & 7), k0 + ((lane >> 3) & 1) * chunk));
+    } else if constexpr (!tf32) {
+      ldmatrix_x4<true>(b, sB + TileB::offset(k0 + ((lane >> 3) & 1) * 8 + (lane & 7), n0 + (lane >> 4) * 8));
+    } else {
+      const int g = lane >> 2, t = lane & 3;
+      auto at = [&](int k, int n) { return *reinterpret_cast<const std::uint32_t*>(sB + TileB::offset(k, n)); };
+      b[0] = at(k0 + t, n0 + g);
+      b[1] = at(k0 + t + 4, n0 + g);
+      b[2] = at(k0 + t, n0 + 8 + g);
+      b[3] = at(k0 + t + 4, n0 + 8 + g);
+    }
+    if constexpr (tf32)
+      for (int i = 0; i < 4; ++i) b[i] = round_tf32(b[i]);
+  }
+
+  // Issue the copies of k-tile `kt` into stage slot `slot`.
+  __device__ __forceinline__ static void load_stage(char* smem, int slot, int kt, const T* A, std::int64_t lda,
+                                                    const T* B, std::int64_t ldb, int m0, int n0, int M, int N, int K,
+                                                    int tid) {
+    char* sA = smem + slot * stage_bytes;
+    char* sB = sA + TileA::bytes;
+    const int k0 = kt * BK;
+    if constexpr (a_kc)
+      CopyA::copy(sA, A + std::int64_t(m0) * lda + k0, lda, M - m0, K - k0, tid);
+    else
+      CopyA::copy(sA, A + std::int64_t(k0) * lda + m0, lda, K - k0, M - m0, tid);
+    if constexpr (b_kc)
+      CopyB::copy(sB, B + std::int64_t(n0) * ldb + k0, ldb, N - n0, K - k0, tid);
+    else
+      CopyB::copy(sB, B + std::int64_t(k0) * ldb + n0, ldb, K - k0, N - n0, tid);
+  }
+
+  using Accumulators = float[MI][NI][4];
+
+  static constexpr int bands = WM / 16;  // epilogue bands of 16 rows = one m16 fragment row
+  // Origin of this warp's tile inside the block tile.
+  __device__ __forceinline__ static int warp_row0(int warp) { return (warp / (BN / WN)) * WM; }
+  __device__ __forceinline__ static int warp_col0(int warp) { return (warp % (BN / WN)) * WN; }
+
+  // f(r, c, v0, v1) for each accumulator pair at band row r (0..15), warp-tile columns c, c+1.
+  template <int Band, class F>
+  __device__ __forceinline__ static void visit_band(Accumulators& acc, F&& f) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int j = 0; j < NI; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) f(g + h * 8, j * instr.n + 2 * t, acc[Band][j][2 * h], acc[Band][j][2 * h + 1]);
+  }
+
+  __device__ __forceinline__ static void run(float (&acc)[MI][NI][4], char* smem, const T* A, std::int64_t lda,
+                                             const T* B, std::int64_t ldb, int m0, int n0, int M, int N, int K) {
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm0 = (warp / (BN / WN)) * WM, wn0 = (warp % (BN / WN)) * WN;
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NI; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+    const int k_tiles = (K + BK - 1) / BK;
+    // Prologue: fill stages-1 slots.
+#pragma unroll
+    for (int s = 0; s < C.stages - 1; ++s) {
+      if (s < k_tiles) load_stage(smem, s, s, A, lda, B, ldb, m0, n0, M, N, K, tid);
+      copy_commit();
+    }
+
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      copy_wait<C.stages - 2>();
+      __syncthreads();  // k-tile kt is visible to all; slot (kt-1)%stages is free to overwrite
+      const int next = kt + C.stages - 1;
+      if (next < k_tiles) load_stage(smem, next % C.stages, next, A, lda, B, ldb, m0, n0, M, N, K, tid);
+      copy_commit();
+
+      const char* sA = smem + (kt % C.stages) * stage_bytes;
+      const char* sB = sA + TileA::bytes;
+      std::uint32_t fa[2][MI][4], fb[2][NI / 2][4];
+      auto load_frags = [&](int buf, int kk) {
+#pragma unroll
+        for (int i = 0; i < MI; ++i) load_a(fa[buf][i], sA, wm0 + i * instr.m, kk * instr.k, lane);
+#pragma unroll
+        for (int j = 0; j < NI / 2; ++j) load_b(fb[buf][j], sB, wn0 + j * 2 * instr.n, kk * instr.k, lane);
+      };
+      load_frags(0, 0);
+#pragma unroll
+      for (int kk = 0; kk < KI; ++kk) {
+        if (kk + 1 < KI) load_frags((kk + 1) & 1, kk + 1);  // overlap smem reads with the mmas below
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+#pragma unroll
+          for (int j = 0; j < NI; ++j) {
+            const std::uint32_t* bj = &fb[kk & 1][j / 2][(j & 1) * 2];
+            const std::uint32_t b2[2] = {bj[0], bj[1]};
+            mma<C.math>(acc[i][j], fa[kk & 1][i], b2);
+          }
+      }
+    }
+    copy_wait<0>();
+  }
+};
+
+}  // namespace ktune::kernel

@@ -1,0 +1,105 @@
+// ktune/gemm/resource_model.hpp — what an instance costs (shared memory, threads, registers) and
+// whether it is valid for an architecture. Everything is constexpr: families are filtered with it at
+// compile time, and the GPU check compares the model against the compiler's numbers.
+#pragma once
+#include "ktune/arch.hpp"
+#include "ktune/constraints.hpp"
+#include "ktune/gemm/config.hpp"
+
+namespace ktune {
+
+// Shared-memory layout constants shared by the kernels and the model (one source of truth).
+namespace smem_layout {
+// SIMT kernels store both operands MN-contiguous as [BK][BM + pad] floats; the pad keeps the
+// transposing stores of K-contiguous operands free of bank conflicts and rows 16-byte aligned.
+inline constexpr int simt_pad = 4;
+// The epilogue stages each warp's accumulators through shared memory one 16-row band at a time
+// (rows padded by 4 floats), so stores are coalesced 16-byte vectors and the epilogue code exists
+// once instead of once per accumulator register.
+inline constexpr int epilogue_band_rows = 16;
+inline constexpr int epilogue_pad = 4;
+}  // namespace smem_layout
+
+struct GemmResources {
+  int threads = 0;
+  int smem_bytes = 0;       // dynamic shared memory per block
+  int registers = 0;        // estimated registers per thread
+  friend constexpr bool operator==(const GemmResources&, const GemmResources&) = default;
+};
+
+template <class I>
+constexpr I ceil_div(I a, I b) { return (a + b - 1) / b; }
+
+constexpr int simt_thread_tile_m(const GemmConfig& c) { return c.warp.m / 4; }  // warp = 4×8 threads
+constexpr int simt_thread_tile_n(const GemmConfig& c) { return c.warp.n / 8; }
+
+constexpr int stage_bytes(const GemmConfig& c) {
+  const int es = size_of(c.operand());
+  if (c.math == MathOp::simt_f32)
+    return c.tile.k * (c.tile.m + smem_layout::simt_pad) * 4 + c.tile.k * (c.tile.n + smem_layout::simt_pad) * 4;
+  return (c.tile.m + c.tile.n) * c.tile.k * es;
+}
+
+constexpr GemmResources estimate_resources(const GemmConfig& c) {
+  GemmResources r;
+  r.threads = c.threads();
+  const int staging = c.warps() * smem_layout::epilogue_band_rows * (c.warp.n + smem_layout::epilogue_pad) * 4;
+  r.smem_bytes = c.stages * stage_bytes(c) > staging ? c.stages * stage_bytes(c) : staging;
+  // Registers: accumulators + two sets of operand fragments (double-buffered across k-steps)
+  // + addressing / predicates / epilogue scratch (measured ~40 on sm80/sm90 builds).
+  const int acc = c.warp.m * c.warp.n / 32;
+  int frags = 0;
+  if (c.math == MathOp::simt_f32) {
+    frags = 2 * (simt_thread_tile_m(c) + simt_thread_tile_n(c));
+  } else {
+    const InstrShape is = instr_shape(c.math);
+    const int words_a = is.m * is.k * size_of(c.operand()) / 4 / 32;  // 32-bit words per lane per mma
+    const int words_b = is.n * is.k * size_of(c.operand()) / 4 / 32;
+    frags = 2 * ((c.warp.m / is.m) * words_a + (c.warp.n / is.n) * words_b);
+  }
+  r.registers = acc + frags + 40;
+  return r;
+}
+
+// The named constraints, in the order they are checked. The first violated one is the reason.
+constexpr Verdict validate(const GemmConfig& c, const ArchTraits& arch) {
+  const bool simt = c.math == MathOp::simt_f32;
+  const InstrShape is = instr_shape(c.math);
+  const int es = size_of(c.operand());
+  if (auto v = require(!uses_tensor_cores(c.math) || arch.cc >= 80, Rule::math_needs_arch, arch.cc, 80); !v.ok()) return v;
+  if (auto v = require(c.warp.m > 0 && c.tile.m % c.warp.m == 0, Rule::warp_divides_tile, c.tile.m, c.warp.m); !v.ok()) return v;
+  if (auto v = require(c.warp.n > 0 && c.tile.n % c.warp.n == 0, Rule::warp_divides_tile, c.tile.n, c.warp.n); !v.ok()) return v;
+  // The epilogue works in 16-row bands of each warp tile, 4 columns per vector.
+  if (auto v = require(c.warp.m % smem_layout::epilogue_band_rows == 0, Rule::instr_divides_warp, c.warp.m, smem_layout::epilogue_band_rows); !v.ok()) return v;
+  if (auto v = require(c.warp.n % 4 == 0, Rule::instr_divides_warp, c.warp.n, 4); !v.ok()) return v;
+  if (simt) {
+    const int tm = simt_thread_tile_m(c), tn = simt_thread_tile_n(c);
+    if (auto v = require(c.warp.m % 4 == 0 && (tm == 4 || tm == 8), Rule::thread_tile_shape, tm, 8); !v.ok()) return v;
+    if (auto v = require(c.warp.n % 8 == 0 && (tn == 4 || tn == 8), Rule::thread_tile_shape, tn, 8); !v.ok()) return v;
+  } else {
+    if (auto v = require(c.warp.m % is.m == 0, Rule::instr_divides_warp, c.warp.m, is.m); !v.ok()) return v;
+    // B fragments are fetched two n-blocks at a time (ldmatrix.x4), so WN is a multiple of 16.
+    if (auto v = require(c.warp.n % (2 * is.n) == 0, Rule::instr_divides_warp, c.warp.n, 2 * is.n); !v.ok()) return v;
+    if (auto v = require(c.tile.k % is.k == 0, Rule::instr_divides_bk, c.tile.k, is.k); !v.ok()) return v;
+  }
+  const GemmResources r = estimate_resources(c);
+  if (auto v = require(r.threads >= 32 && r.threads <= arch.max_threads_per_block, Rule::threads_in_range, r.threads, arch.max_threads_per_block); !v.ok()) return v;
+  if (auto v = require(c.stages >= 2 && c.stages <= 8, Rule::stages_in_range, c.stages, 8); !v.ok()) return v;
+  if (auto v = require(r.smem_bytes <= arch.smem_optin_bytes, Rule::smem_fits, r.smem_bytes, arch.smem_optin_bytes); !v.ok()) return v;
+  if (auto v = require(r.registers <= arch.max_regs_per_thread, Rule::registers_per_thread, r.registers, arch.max_regs_per_thread); !v.ok()) return v;
+  if (auto v = require(r.registers * r.threads <= arch.regs_per_sm, Rule::registers_per_sm, static_cast<long long>(r.registers) * r.threads, arch.regs_per_sm); !v.ok()) return v;
+  const int vbytes = c.align * es;
+  const bool pow2 = c.align > 0 && (c.align & (c.align - 1)) == 0;
+  if (auto v = require(pow2 && (c.align == 1 || (vbytes >= 4 && vbytes <= 16)), Rule::vector_width_legal, vbytes, 16); !v.ok()) return v;
+  // Contiguous extents of the A and B smem tiles must hold whole vectors.
+  const int a_contig = c.a_k_contiguous() ? c.tile.k : c.tile.m;
+  const int b_contig = c.b_k_contiguous() ? c.tile.k : c.tile.n;
+  if (auto v = require(a_contig % c.align == 0, Rule::vector_divides_tile, a_contig, c.align); !v.ok()) return v;
+  if (auto v = require(b_contig % c.align == 0, Rule::vector_divides_tile, b_contig, c.align); !v.ok()) return v;
+  const int a_vectors = c.tile.m * c.tile.k / c.align, b_vectors = c.tile.n * c.tile.k / c.align;
+  if (auto v = require(a_vectors % r.threads == 0, Rule::copy_divides_threads, a_vectors, r.threads); !v.ok()) return v;
+  if (auto v = require(b_vectors % r.threads == 0, Rule::copy_divides_threads, b_vectors, r.threads); !v.ok()) return v;
+  return {};
+}
+
+}  // namespace ktune
