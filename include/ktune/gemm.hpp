@@ -1,0 +1,84 @@
+// ktune/gemm.hpp — the one-call GEMM API (host code; compiles with any C++20 compiler).
+//
+//   ktune::GemmDesc desc{.m = M, .n = N, .k = K, .ab_type = ktune::DType::bf16, ...};
+//   ktune::Status s = ktune::gemm(desc, {.a = A, .b = B, .d = D}, stream);
+//
+// The kernels come from the dispatch table, which the program fills by compiling instance
+// registrations in its CUDA translation units (ktune/gemm/instances/all.cuh, or
+// KTUNE_REGISTER_GEMM_FAMILY_PART from ktune/gemm/instantiate.cuh).
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ktune/device.hpp"
+#include "ktune/dispatch.hpp"
+#include "ktune/gemm/heuristic.hpp"
+#include "ktune/problem.hpp"
+
+namespace ktune {
+
+struct GemmOptions {
+  const char* instance = nullptr;  // run this instance by name instead of choosing one
+  GemmLaunchOptions launch{};
+};
+
+// All checks that decide between an error and a launch; `out` is the chosen entry.
+inline Status select_gemm(const GemmDesc& desc, const GemmOperands& ops, const GemmTable& table, const DeviceInfo& dev,
+                          const GemmOptions& opt, const GemmKernelEntry*& out) {
+  out = nullptr;
+  KTUNE_RETURN_IF_ERROR(validate(desc, ops));
+  if (table.size() == 0)
+    return error(StatusCode::no_instance,
+                 "the GEMM dispatch table is empty: compile ktune/gemm/instances/all.cuh (or "
+                 "KTUNE_REGISTER_GEMM_FAMILY_PART registrations) into your program");
+  const GemmDesc d = resolved(desc);
+  const GemmAlignment al = alignment_of(d, ops);
+  if (opt.instance != nullptr) {
+    const GemmKernelEntry* e = table.find(opt.instance);
+    if (e == nullptr) return error(StatusCode::no_instance, std::string("no instance named ") + opt.instance);
+    KTUNE_RETURN_IF_ERROR(can_implement(*e, d, al, &dev));
+    out = e;
+    return {};
+  }
+  std::vector<std::string> why;
+  const auto cands = table.candidates(d, al, &dev, &why);
+  if (cands.empty()) {
+    // Say the most specific reason: an instance with the right math and layout that was misaligned.
+    bool math_layout_exists = false;
+    for (const auto& e : table.entries())
+      math_layout_exists |= e.config.math == required_math(d) && e.config.a_layout == d.a_layout && e.config.b_layout == d.b_layout;
+    if (!math_layout_exists)
+      return error(StatusCode::unsupported, "no instance computes " + std::string(to_string(required_math(d))) +
+                                                " with layout " + layout_letter(d.a_layout) + layout_letter(d.b_layout));
+    return error(StatusCode::misaligned, "no instance accepts this problem's alignment (A allows " + std::to_string(al.a) +
+                                             "-element vectors, B " + std::to_string(al.b) + ")");
+  }
+  double best = std::numeric_limits<double>::infinity();
+  for (const GemmKernelEntry* e : cands) {
+    const double cost = heuristic_cost(*e, d, dev);
+    // Ties resolve by table order, which is fixed at compile time: the choice is deterministic.
+    if (cost < best) {
+      best = cost;
+      out = e;
+    }
+  }
+  return {};
+}
+
+// D = epilogue(A·B, C, bias, residual) on `stream`. Nothing is launched when the Status is not ok.
+inline Status gemm(const GemmDesc& desc, const GemmOperands& ops, cudaStream_t stream = nullptr,
+                   const GemmOptions& opt = {}) {
+  KTUNE_RETURN_IF_ERROR(validate(desc, ops));
+  static const bool have_device = cuda_device_count() > 0;
+  if (!have_device) return error(StatusCode::no_device, "no CUDA device found");
+  DeviceInfo dev;
+  KTUNE_RETURN_IF_ERROR(current_device(dev));
+  const GemmKernelEntry* e = nullptr;
+  KTUNE_RETURN_IF_ERROR(select_gemm(desc, ops, gemm_table(), dev, opt, e));
+  return e->launch(resolved(desc), ops, opt.launch, stream);
+}
+
+}  // namespace ktune

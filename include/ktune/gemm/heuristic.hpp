@@ -1,0 +1,43 @@
+// ktune/gemm/heuristic.hpp — an analytic cost model that ranks instances for a problem without
+// running anything: wave quantization, tile efficiency and occupancy. It is the deterministic choice
+// of the one-call API when no tuning result exists, and the tuner's pre-ranking.
+#pragma once
+#include <algorithm>
+#include <cmath>
+
+#include "ktune/arch.hpp"
+#include "ktune/dispatch.hpp"
+
+namespace ktune {
+
+// Blocks of this instance that fit on one multiprocessor (registers, shared memory, threads).
+inline int blocks_per_sm(const GemmResources& r, const DeviceInfo& dev) {
+  const ArchTraits* arch = arch_for_cc(dev.cc);
+  const int regs_per_sm = arch ? arch->regs_per_sm : 65536;
+  const int smem_per_sm = arch ? arch->smem_per_sm_bytes : dev.smem_optin_bytes;
+  const int threads_per_sm = arch ? arch->max_threads_per_sm : 2048;
+  const int by_regs = regs_per_sm / std::max(1, r.registers * r.threads);
+  const int by_smem = smem_per_sm / std::max(1, r.smem_bytes + 1024);  // 1 KB per block reserved by the driver
+  const int by_threads = threads_per_sm / std::max(1, r.threads);
+  return std::max(1, std::min({by_regs, by_smem, by_threads}));
+}
+
+// Relative cost (lower is better; arbitrary units proportional to time).
+inline double heuristic_cost(const GemmKernelEntry& e, const GemmDesc& d, const DeviceInfo& dev) {
+  const GemmConfig& c = e.config;
+  const double tiles = std::ceil(double(d.m) / c.tile.m) * std::ceil(double(d.n) / c.tile.n);
+  const double slots = double(std::max(1, dev.sm_count)) * blocks_per_sm(e.resources, dev);
+  const double waves = std::ceil(tiles / slots);
+  // Per-tile time ∝ its padded work over its efficiency: bigger warp tiles reuse fragments better,
+  // more resident warps hide latency better, wider vectors move data in fewer instructions.
+  const double k_steps = std::ceil(double(d.k) / c.tile.k) * c.tile.k;
+  const double work = double(c.tile.m) * c.tile.n * k_steps;
+  const double warp_reuse = double(c.warp.m) * c.warp.n / double(c.warp.m + c.warp.n);   // 32 for 64×64
+  const double resident_warps = double(blocks_per_sm(e.resources, dev)) * c.warps();
+  const double efficiency = std::min(1.0, warp_reuse / 32.0) * std::min(1.0, resident_warps / 8.0) *
+                            (c.align >= 16 / size_of(c.operand()) ? 1.0 : 0.5) * (1.0 - 0.02 * (c.stages < 3));
+  // A wave runs `slots` tiles concurrently; the per-tile time is work / efficiency / per-SM share.
+  return waves * work * blocks_per_sm(e.resources, dev) / std::max(1e-9, efficiency);
+}
+
+}  // namespace ktune
