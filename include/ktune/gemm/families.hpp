@@ -31,7 +31,7 @@ struct Sm80MmaF16Unaligned {
   static constexpr Layout a_layouts[] = {row, col};
   static constexpr Layout b_layouts[] = {row, col};
   static constexpr TileShape tiles[] = {{128, 128, 32}};
-  static constexpr WarpShape warps[] = {{64, 64}};
+  static constexpr WarpShape warps[] = {{32, 64}, {64, 64}};
   static constexpr int stages[] = {3};
   static constexpr int aligns[] = {2, 1};
 };
@@ -44,7 +44,7 @@ struct Sm80MmaTf32 {
   static constexpr Layout a_layouts[] = {row, col};
   static constexpr Layout b_layouts[] = {row, col};
   static constexpr TileShape tiles[] = {{128, 128, 32}};
-  static constexpr WarpShape warps[] = {{64, 64}};
+  static constexpr WarpShape warps[] = {{32, 64}};
   static constexpr int stages[] = {3};
   static constexpr int aligns[] = {4, 1};
 };

@@ -45,8 +45,8 @@ constexpr GemmResources estimate_resources(const GemmConfig& c) {
   r.threads = c.threads();
   const int staging = c.warps() * smem_layout::epilogue_band_rows * (c.warp.n + smem_layout::epilogue_pad) * 4;
   r.smem_bytes = c.stages * stage_bytes(c) > staging ? c.stages * stage_bytes(c) : staging;
-  // Registers: accumulators + two sets of operand fragments (double-buffered across k-steps)
-  // + addressing / predicates / epilogue scratch (measured ~40 on sm80/sm90 builds).
+  // Registers: accumulators + two sets of operand fragments (double-buffered across k-steps) + one
+  // per copy vector + addressing / predicates / epilogue scratch (~40, measured on sm80/sm90 builds).
   const int acc = c.warp.m * c.warp.n / 32;
   int frags = 0;
   if (c.math == MathOp::simt_f32) {
@@ -57,8 +57,18 @@ constexpr GemmResources estimate_resources(const GemmConfig& c) {
     const int words_b = is.n * is.k * size_of(c.operand()) / 4 / 32;
     frags = 2 * ((c.warp.m / is.m) * words_a + (c.warp.n / is.n) * words_b);
   }
-  r.registers = acc + frags + 40;
+  // Each global→shared vector a thread issues per stage keeps an address/predicate live.
+  const int copies = r.threads > 0 ? (c.tile.m + c.tile.n) * c.tile.k / (c.align > 0 ? c.align : 1) / r.threads : 0;
+  r.registers = acc + frags + copies + 40;
   return r;
+}
+
+// Blocks per multiprocessor the instance is compiled for (__launch_bounds__): as many as the
+// register estimate allows, so the compiler does not spend registers that would cost occupancy.
+constexpr int target_blocks_per_sm(const GemmConfig& c, const ArchTraits& arch = sm80) {
+  const GemmResources r = estimate_resources(c);
+  const int by_regs = arch.regs_per_sm / (r.threads * r.registers > 0 ? r.threads * r.registers : 1);
+  return by_regs < 1 ? 1 : by_regs;
 }
 
 // The named constraints, in the order they are checked. The first violated one is the reason.
