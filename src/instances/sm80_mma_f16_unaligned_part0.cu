@@ -1,0 +1,6 @@
+// 8 of the 16 instances of ktune::families::Sm80MmaF16Unaligned, part 0 of 2 (survivors with index % 2 == 0).
+// One family part per translation unit: the registrar variable is named after the part number.
+#include "ktune/gemm/families.hpp"
+#include "ktune/gemm/instantiate.cuh"
+
+KTUNE_REGISTER_GEMM_FAMILY_PART(ktune::families::Sm80MmaF16Unaligned, 0, 2)
