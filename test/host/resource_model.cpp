@@ -1,0 +1,299 @@
+// Host tests: the constexpr resource model (shared memory, threads, registers) and the named
+// constraint rules, each fired by a crafted configuration with the reason it must give.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "ktune/arch.hpp"
+#include "ktune/constraints.hpp"
+#include "ktune/gemm/config.hpp"
+#include "ktune/gemm/resource_model.hpp"
+
+using namespace ktune;
+
+namespace {
+
+constexpr GemmConfig cfg(MathOp m, TileShape t, WarpShape w, int stages, int align, Layout la = Layout::row,
+                         Layout lb = Layout::col) {
+  return GemmConfig{80, m, la, lb, t, w, stages, align};
+}
+
+// A pre-Ampere architecture: no mma.sync for f16/bf16/tf32 in ktune's kernels.
+constexpr ArchTraits sm75_like{"sm75", 75, 64 * 1024, 64 * 1024, 65536, 255, 1024, 1024, false, false};
+
+}  // namespace
+
+// ---- Resource model ----------------------------------------------------------------------------------
+
+TEST_CASE("resource model: 128x256x32 f16 4 stages, 64x64 warps") {
+  constexpr GemmConfig c = cfg(MathOp::mma_f16, {128, 256, 32}, {64, 64}, 4, 8);
+  // (128 + 256) rows × 32 halves × 2 B = 24576 B per stage, 4 stages.
+  static_assert(stage_bytes(c) == 24576);
+  constexpr GemmResources r = estimate_resources(c);
+  static_assert(r.smem_bytes == 98304);
+  CHECK(r.smem_bytes == 98304);
+  CHECK(r.threads == 256);  // 2×4 warps
+  CHECK(c.warps_m() == 2);
+  CHECK(c.warps_n() == 4);
+  // 128 accumulators + 2×(4 A-frags × 4 words + 8 B-frags × 2 words) + 6 copy vectors + 40 scratch.
+  CHECK(r.registers == 238);
+  CHECK(validate(c, sm80).ok());
+  CHECK(validate(c, sm90).ok());
+}
+
+TEST_CASE("resource model: operand type matters (tf32 stages are twice f16's; bf16 equals f16)") {
+  constexpr GemmConfig f16 = cfg(MathOp::mma_f16, {128, 128, 32}, {64, 64}, 3, 8);
+  constexpr GemmConfig bf16 = cfg(MathOp::mma_bf16, {128, 128, 32}, {64, 64}, 3, 8);
+  constexpr GemmConfig tf32 = cfg(MathOp::mma_tf32, {128, 128, 32}, {32, 64}, 3, 4);
+  CHECK(stage_bytes(f16) == 16384);
+  CHECK(stage_bytes(bf16) == 16384);
+  CHECK(stage_bytes(tf32) == 32768);
+  CHECK(estimate_resources(f16).smem_bytes == 49152);
+  CHECK(estimate_resources(bf16) == estimate_resources(f16));
+  CHECK(estimate_resources(tf32).smem_bytes == 98304);
+  CHECK(estimate_resources(tf32).threads == 256);
+  // 64 accumulators + 2×(2×4 + 8×2) fragment words + 8 copy vectors + 40.
+  CHECK(estimate_resources(tf32).registers == 160);
+}
+
+TEST_CASE("resource model: SIMT tiles are padded and the epilogue staging can dominate") {
+  constexpr GemmConfig c = cfg(MathOp::simt_f32, {128, 128, 8}, {32, 64}, 3, 4);
+  // Both operands as [BK][BM + 4] floats: 8 × 132 × 4 B × 2 = 8448 B per stage.
+  CHECK(stage_bytes(c) == 8448);
+  // 3 stages = 25344 B < epilogue staging 8 warps × 16 rows × (64 + 4) floats × 4 B = 34816 B.
+  CHECK(estimate_resources(c).smem_bytes == 34816);
+  CHECK(estimate_resources(c).threads == 256);
+  CHECK(estimate_resources(c).registers == 138);  // 64 acc + 2×(8+8) + 2 copies + 40
+  CHECK(simt_thread_tile_m(c) == 8);
+  CHECK(simt_thread_tile_n(c) == 8);
+  // With 6 stages the pipeline dominates again.
+  CHECK(estimate_resources(cfg(MathOp::simt_f32, {128, 128, 8}, {32, 64}, 6, 4)).smem_bytes == 6 * 8448);
+}
+
+TEST_CASE("resource model: shared memory grows linearly with stages once the pipeline dominates") {
+  for (int s = 2; s <= 8; ++s) {
+    const GemmConfig c = cfg(MathOp::mma_bf16, {128, 128, 32}, {64, 64}, s, 8);
+    CAPTURE(s);
+    CHECK(estimate_resources(c).smem_bytes == s * 16384);
+  }
+  // A small tile with few stages: staging 4 warps × 16 × (32 + 4) × 4 B = 9216 B > 2 × 4096 B.
+  const GemmConfig small = cfg(MathOp::mma_f16, {64, 64, 16}, {32, 32}, 2, 8);
+  CHECK(estimate_resources(small).smem_bytes == 9216);
+}
+
+TEST_CASE("resource model: narrower vectors cost copy registers, never shared memory") {
+  const GemmConfig a8 = cfg(MathOp::mma_f16, {128, 128, 32}, {32, 64}, 3, 8);
+  const GemmConfig a2 = cfg(MathOp::mma_f16, {128, 128, 32}, {32, 64}, 3, 2);
+  const GemmConfig a1 = cfg(MathOp::mma_f16, {128, 128, 32}, {32, 64}, 3, 1);
+  CHECK(estimate_resources(a8).smem_bytes == estimate_resources(a1).smem_bytes);
+  CHECK(estimate_resources(a8).registers < estimate_resources(a2).registers);
+  CHECK(estimate_resources(a2).registers < estimate_resources(a1).registers);
+  CHECK(estimate_resources(a2).registers == 168);
+  CHECK(estimate_resources(a1).registers == 184);
+}
+
+TEST_CASE("resource model: arch traits and arch_for_cc") {
+  CHECK(sm80.smem_optin_bytes == 163 * 1024);
+  CHECK(sm86.smem_optin_bytes == 99 * 1024);
+  CHECK(sm90.smem_optin_bytes == 227 * 1024);
+  CHECK(sm90.has_wgmma);
+  CHECK_FALSE(sm80.has_wgmma);
+  REQUIRE(arch_for_cc(80) != nullptr);
+  CHECK(arch_for_cc(80)->cc == 80);
+  CHECK(arch_for_cc(86)->cc == 86);
+  CHECK(arch_for_cc(87)->cc == 86);  // closest known below
+  CHECK(arch_for_cc(89)->cc == 89);
+  CHECK(arch_for_cc(90)->cc == 90);
+  CHECK(arch_for_cc(120)->cc == 90);
+  CHECK(arch_for_cc(75) == nullptr);
+  DeviceInfo d;
+  d.name = "NVIDIA H200";
+  d.cc = 90;
+  d.sm_count = 132;
+  d.l2_bytes = 50331648;
+  d.driver_version = 13000;
+  d.runtime_version = 13000;
+  CHECK(d.fingerprint() == "NVIDIA H200|cc90|sm132|l2:50331648|drv13000|rt13000");
+}
+
+// ---- Constraint rules: each one fires for a crafted configuration --------------------------------
+
+TEST_CASE("rule smem_fits: shared memory over the architecture's opt-in limit") {
+  // 6 stages × (128 + 256) × 64 × 2 B = 294912 B > sm80's 166912 B.
+  constexpr Verdict v = validate(cfg(MathOp::mma_f16, {128, 256, 64}, {64, 64}, 6, 8), sm80);
+  static_assert(v.rule == Rule::smem_fits);
+  CHECK(v.value == 294912);
+  CHECK(v.limit == 166912);
+  CHECK(v.describe() == "shared memory 294912 B exceeds the opt-in limit 166912 B");
+  CHECK(v.to_string() == "smem_fits: shared memory 294912 B exceeds the opt-in limit 166912 B");
+
+  // The same config is valid or not depending on the architecture: 5 stages = 122880 B.
+  const GemmConfig c5 = cfg(MathOp::mma_bf16, {128, 256, 32}, {64, 64}, 5, 8);
+  CHECK(validate(c5, sm80).ok());
+  CHECK(validate(c5, sm90).ok());
+  const Verdict v86 = validate(c5, sm86);
+  CHECK(v86.rule == Rule::smem_fits);
+  CHECK(v86.describe() == "shared memory 122880 B exceeds the opt-in limit 101376 B");
+  // 4 stages (98304 B) fit sm86's 99 KB.
+  CHECK(validate(cfg(MathOp::mma_bf16, {128, 256, 32}, {64, 64}, 4, 8), sm86).ok());
+}
+
+TEST_CASE("rule registers_per_sm: one block must fit the register file") {
+  // 512 threads × (64 acc + 48 frag words + 3 copies + 40) = 512 × 155 = 79360 > 65536.
+  const Verdict v = validate(cfg(MathOp::mma_f16, {128, 256, 32}, {32, 64}, 4, 8), sm80);
+  CHECK(v.rule == Rule::registers_per_sm);
+  CHECK(v.value == 79360);
+  CHECK(v.limit == 65536);
+  CHECK(v.describe() == "estimated 79360 registers per block exceed the register file 65536");
+}
+
+TEST_CASE("rule registers_per_thread: more than 255 estimated registers") {
+  // 64×64 warp tile with 1-element copies: 128 + 64 + 64 + 40 = 296 registers.
+  const Verdict v = validate(cfg(MathOp::mma_f16, {128, 128, 32}, {64, 64}, 3, 1), sm80);
+  CHECK(v.rule == Rule::registers_per_thread);
+  CHECK(v.value == 296);
+  CHECK(v.limit == 255);
+  CHECK(v.describe() == "estimated 296 registers per thread exceed 255");
+  CHECK(rule_name(v.rule) == "registers_per_thread");
+}
+
+TEST_CASE("rule warp_divides_tile: the warp tile must divide the block tile in M and in N") {
+  const Verdict vm = validate(cfg(MathOp::mma_f16, {128, 128, 32}, {48, 64}, 3, 8), sm80);
+  CHECK(vm.rule == Rule::warp_divides_tile);
+  CHECK(vm.describe() == "tile extent 128 is not a multiple of warp tile 48");
+  const Verdict vn = validate(cfg(MathOp::mma_f16, {128, 96, 32}, {64, 64}, 3, 8), sm80);
+  CHECK(vn.rule == Rule::warp_divides_tile);
+  CHECK(vn.describe() == "tile extent 96 is not a multiple of warp tile 64");
+  // A zero warp extent is rejected, not divided by.
+  CHECK(validate(cfg(MathOp::mma_f16, {128, 128, 32}, {0, 64}, 3, 8), sm80).rule == Rule::warp_divides_tile);
+}
+
+TEST_CASE("rule instr_divides_warp: the instruction (and epilogue band) shape must divide the warp tile") {
+  // WN = 40 is a multiple of 4 but not of 2 × n8 = 16 (B fragments come two n-blocks at a time).
+  const Verdict vn = validate(cfg(MathOp::mma_f16, {128, 80, 32}, {64, 40}, 3, 8), sm80);
+  CHECK(vn.rule == Rule::instr_divides_warp);
+  CHECK(vn.value == 40);
+  CHECK(vn.limit == 16);
+  CHECK(vn.describe() == "warp tile extent 40 is not a multiple of 16");
+  // WM = 40 is not a multiple of the 16-row epilogue band / m16 instruction.
+  const Verdict vm = validate(cfg(MathOp::mma_bf16, {120, 128, 32}, {40, 64}, 3, 8), sm80);
+  CHECK(vm.rule == Rule::instr_divides_warp);
+  CHECK(vm.describe() == "warp tile extent 40 is not a multiple of 16");
+  // tf32 with an 8-wide warp tile.
+  const Verdict vt = validate(cfg(MathOp::mma_tf32, {128, 64, 32}, {64, 8}, 3, 4), sm80);
+  CHECK(vt.rule == Rule::instr_divides_warp);
+  CHECK(vt.describe() == "warp tile extent 8 is not a multiple of 16");
+}
+
+TEST_CASE("rule instr_divides_bk: BK must be a multiple of the instruction's K") {
+  const Verdict v16 = validate(cfg(MathOp::mma_f16, {128, 128, 8}, {64, 64}, 3, 8), sm80);
+  CHECK(v16.rule == Rule::instr_divides_bk);
+  CHECK(v16.describe() == "BK 8 is not a multiple of instruction K 16");
+  const Verdict v8 = validate(cfg(MathOp::mma_tf32, {128, 128, 12}, {32, 64}, 3, 4), sm80);
+  CHECK(v8.rule == Rule::instr_divides_bk);
+  CHECK(v8.describe() == "BK 12 is not a multiple of instruction K 8");
+  // SIMT has a 1×1×1 "instruction": any BK is fine for that rule.
+  CHECK(validate(cfg(MathOp::simt_f32, {128, 128, 12}, {32, 64}, 3, 4), sm80).rule != Rule::instr_divides_bk);
+}
+
+TEST_CASE("rule threads_in_range: a block of 64 warps is too large") {
+  const Verdict v = validate(cfg(MathOp::mma_f16, {256, 256, 32}, {32, 32}, 3, 8), sm80);
+  CHECK(v.rule == Rule::threads_in_range);
+  CHECK(v.value == 2048);
+  CHECK(v.describe() == "2048 threads outside [32, 1024]");
+}
+
+TEST_CASE("rule stages_in_range: fewer than 2 or more than 8 stages") {
+  const Verdict v1 = validate(cfg(MathOp::mma_f16, {128, 128, 32}, {64, 64}, 1, 8), sm80);
+  CHECK(v1.rule == Rule::stages_in_range);
+  CHECK(v1.describe() == "1 stages outside [2, 8]");
+  // 9 stages would also overflow shared memory, but the stage rule is checked first.
+  const Verdict v9 = validate(cfg(MathOp::mma_f16, {128, 256, 64}, {64, 64}, 9, 8), sm80);
+  CHECK(v9.rule == Rule::stages_in_range);
+  CHECK(v9.describe() == "9 stages outside [2, 8]");
+  CHECK(validate(cfg(MathOp::mma_f16, {128, 128, 32}, {64, 64}, 2, 8), sm80).ok());
+  CHECK(validate(cfg(MathOp::mma_f16, {64, 128, 32}, {32, 64}, 8, 8), sm80).ok());
+}
+
+TEST_CASE("rule vector_width_legal: 4/8/16-byte power-of-two vectors or one element") {
+  const Verdict v32 = validate(cfg(MathOp::mma_f16, {128, 128, 32}, {64, 64}, 4, 16), sm80);
+  CHECK(v32.rule == Rule::vector_width_legal);
+  CHECK(v32.value == 32);
+  CHECK(v32.describe() == "vector access of 32 bytes is not 4, 8 or 16 bytes or one element");
+  const Verdict v3 = validate(cfg(MathOp::mma_bf16, {128, 128, 32}, {32, 64}, 3, 3), sm80);
+  CHECK(v3.rule == Rule::vector_width_legal);  // not a power of two
+  CHECK(v3.value == 6);
+  const Verdict vf = validate(cfg(MathOp::simt_f32, {128, 128, 8}, {32, 64}, 3, 8), sm80);
+  CHECK(vf.rule == Rule::vector_width_legal);  // 8 floats = 32 B
+  CHECK(vf.value == 32);
+  // One 2-byte element and 4-byte vectors are legal.
+  CHECK(validate(cfg(MathOp::mma_f16, {128, 128, 32}, {32, 64}, 3, 1), sm80).ok());
+  CHECK(validate(cfg(MathOp::mma_f16, {128, 128, 32}, {32, 64}, 3, 2), sm80).ok());
+}
+
+TEST_CASE("rule vector_divides_tile: the tile's contiguous extent must hold whole vectors") {
+  // SIMT BK = 6 with 4-float vectors: row-major A is K-contiguous.
+  const Verdict va = validate(cfg(MathOp::simt_f32, {128, 128, 6}, {32, 64}, 3, 4, Layout::row, Layout::row), sm80);
+  CHECK(va.rule == Rule::vector_divides_tile);
+  CHECK(va.value == 6);
+  CHECK(va.limit == 4);
+  CHECK(va.describe() == "contiguous tile extent 6 is not a multiple of the vector width 4");
+  // Column-major A is M-contiguous (128: fine); column-major B is K-contiguous (6: not fine).
+  const Verdict vb = validate(cfg(MathOp::simt_f32, {128, 128, 6}, {32, 64}, 3, 4, Layout::col, Layout::col), sm80);
+  CHECK(vb.rule == Rule::vector_divides_tile);
+  CHECK(vb.value == 6);
+  // Both operands MN-contiguous: BK no longer needs to hold vectors.
+  CHECK(validate(cfg(MathOp::simt_f32, {128, 128, 6}, {32, 64}, 3, 4, Layout::col, Layout::row), sm80).rule !=
+        Rule::vector_divides_tile);
+}
+
+TEST_CASE("rule copy_divides_threads: a tile's vectors spread evenly over the block") {
+  // 16 warps (512 threads) but A's 64×16 tile is only 128 vectors of 8 halves.
+  const Verdict v = validate(cfg(MathOp::mma_f16, {64, 64, 16}, {16, 16}, 3, 8), sm80);
+  CHECK(v.rule == Rule::copy_divides_threads);
+  CHECK(v.value == 128);
+  CHECK(v.limit == 512);
+  CHECK(v.describe() == "128 vectors per tile do not divide evenly over 512 threads");
+}
+
+TEST_CASE("rule thread_tile_shape: SIMT thread tiles are 4 or 8 wide") {
+  // 64×64 warp = 4×8 threads of 16×8: TM = 16.
+  const Verdict vm = validate(cfg(MathOp::simt_f32, {128, 128, 8}, {64, 64}, 3, 4), sm80);
+  CHECK(vm.rule == Rule::thread_tile_shape);
+  CHECK(vm.value == 16);
+  CHECK(vm.describe() == "thread tile extent 16 is not 4 or 8");
+  // 32×128 warp: TN = 16.
+  const Verdict vn = validate(cfg(MathOp::simt_f32, {128, 128, 8}, {32, 128}, 3, 4), sm80);
+  CHECK(vn.rule == Rule::thread_tile_shape);
+  CHECK(vn.value == 16);
+  // 16×32 warps (4×4 thread tiles) are fine.
+  CHECK(validate(cfg(MathOp::simt_f32, {64, 64, 16}, {16, 32}, 3, 4), sm80).ok());
+}
+
+TEST_CASE("rule math_needs_arch: tensor-core math needs sm80") {
+  const Verdict v = validate(cfg(MathOp::mma_bf16, {128, 128, 32}, {32, 64}, 3, 8), sm75_like);
+  CHECK(v.rule == Rule::math_needs_arch);
+  CHECK(v.describe() == "math instruction needs sm80, family targets sm75");
+  // SIMT has no such requirement (it may fail other rules of this made-up arch, but not this one).
+  CHECK(validate(cfg(MathOp::simt_f32, {128, 128, 8}, {32, 64}, 3, 4), sm75_like).rule != Rule::math_needs_arch);
+}
+
+TEST_CASE("rules: the first violated rule is the reason, and every rule has a name and text") {
+  // Warp does not divide the tile AND far too much shared memory: the earlier rule wins.
+  const Verdict v = validate(cfg(MathOp::mma_f16, {256, 256, 128}, {48, 64}, 8, 8), sm80);
+  CHECK(v.rule == Rule::warp_divides_tile);
+  constexpr Rule all[] = {Rule::none, Rule::math_needs_arch, Rule::warp_divides_tile, Rule::instr_divides_warp,
+                          Rule::instr_divides_bk, Rule::threads_in_range, Rule::stages_in_range, Rule::smem_fits,
+                          Rule::registers_per_thread, Rule::registers_per_sm, Rule::vector_width_legal,
+                          Rule::vector_divides_tile, Rule::copy_divides_threads, Rule::thread_tile_shape};
+  for (Rule r : all) {
+    CAPTURE(static_cast<int>(r));
+    CHECK(rule_name(r) != "?");
+    const Verdict x{r, 1, 2};
+    CHECK(x.describe() != "?");
+    CHECK(x.ok() == (r == Rule::none));
+  }
+  CHECK(Verdict{}.to_string() == "ok");
+  CHECK(require(true, Rule::smem_fits, 1, 2).ok());
+  CHECK(require(false, Rule::smem_fits, 1, 2) == Verdict{Rule::smem_fits, 1, 2});
+}
