@@ -11,7 +11,7 @@ enum class Rule {
   math_needs_arch,         // the math instruction does not exist on the target architecture
   warp_divides_tile,       // BM % WM and BN % WN must be 0
   instr_divides_warp,      // WM, WN must be multiples of the instruction (or thread-tile) shape
-  instr_divides_bk,        // BK must be a multiple of the instruction K
+  instr_divides_bk,        // BK must hold an even number of instruction K steps
   threads_in_range,        // 32 ≤ threads ≤ max threads per block
   stages_in_range,         // 2 ≤ stages ≤ 8 (a pipeline needs a slot being filled and one read)
   smem_fits,               // shared memory ≤ the architecture's opt-in limit per block
@@ -58,7 +58,7 @@ struct Verdict {
       case Rule::math_needs_arch: return "math instruction needs sm" + n(limit) + ", family targets sm" + n(value);
       case Rule::warp_divides_tile: return "tile extent " + n(value) + " is not a multiple of warp tile " + n(limit);
       case Rule::instr_divides_warp: return "warp tile extent " + n(value) + " is not a multiple of " + n(limit);
-      case Rule::instr_divides_bk: return "BK " + n(value) + " is not a multiple of instruction K " + n(limit);
+      case Rule::instr_divides_bk: return "BK " + n(value) + " is not a multiple of two instruction K steps (" + n(limit) + ")";
       case Rule::threads_in_range: return n(value) + " threads outside [32, " + n(limit) + "]";
       case Rule::stages_in_range: return n(value) + " stages outside [2, " + n(limit) + "]";
       case Rule::smem_fits:

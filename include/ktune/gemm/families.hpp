@@ -10,15 +10,29 @@ namespace ktune::families {
 using enum MathOp;
 using enum Layout;
 
-// Tensor cores through mma.sync, f16/bf16 operands with 16-byte aligned rows: the fast path.
+// Tensor cores through mma.sync, f16/bf16 operands with 16-byte aligned rows: the fast path for
+// problems that fill the GPU with 128-row tiles.
 struct Sm80MmaF16 {
   static constexpr std::string_view name = "sm80_mma_f16";
   static constexpr const ArchTraits& arch = sm80;
   static constexpr MathOp maths[] = {mma_f16, mma_bf16};
   static constexpr Layout a_layouts[] = {row, col};
   static constexpr Layout b_layouts[] = {row, col};
-  static constexpr TileShape tiles[] = {{128, 256, 32}, {256, 128, 32}, {128, 128, 32}, {64, 128, 32}};
+  static constexpr TileShape tiles[] = {{128, 256, 32}, {128, 128, 32}, {128, 128, 64}};
   static constexpr WarpShape warps[] = {{64, 64}, {32, 64}};
+  static constexpr int stages[] = {4};
+  static constexpr int aligns[] = {8};
+};
+
+// The same for problems too small to fill 132 multiprocessors with 128-row tiles.
+struct Sm80MmaF16Small {
+  static constexpr std::string_view name = "sm80_mma_f16_small";
+  static constexpr const ArchTraits& arch = sm80;
+  static constexpr MathOp maths[] = {mma_f16, mma_bf16};
+  static constexpr Layout a_layouts[] = {row, col};
+  static constexpr Layout b_layouts[] = {row, col};
+  static constexpr TileShape tiles[] = {{64, 128, 32}, {64, 64, 64}};
+  static constexpr WarpShape warps[] = {{32, 64}};
   static constexpr int stages[] = {4};
   static constexpr int aligns[] = {8};
 };
@@ -56,7 +70,7 @@ struct Sm80SimtF32 {
   static constexpr MathOp maths[] = {simt_f32};
   static constexpr Layout a_layouts[] = {row, col};
   static constexpr Layout b_layouts[] = {row, col};
-  static constexpr TileShape tiles[] = {{128, 128, 8}};
+  static constexpr TileShape tiles[] = {{128, 128, 16}};
   static constexpr WarpShape warps[] = {{32, 64}};
   static constexpr int stages[] = {3};
   static constexpr int aligns[] = {4, 1};

@@ -45,7 +45,7 @@ constexpr GemmResources estimate_resources(const GemmConfig& c) {
   r.threads = c.threads();
   const int staging = c.warps() * smem_layout::epilogue_band_rows * (c.warp.n + smem_layout::epilogue_pad) * 4;
   r.smem_bytes = c.stages * stage_bytes(c) > staging ? c.stages * stage_bytes(c) : staging;
-  // Registers: accumulators + two sets of operand fragments (double-buffered across k-steps) + one
+  // Registers: accumulators + two sets of operand fragments (double-buffered across k-steps) + two
   // per copy vector + addressing / predicates / epilogue scratch (~40, measured on sm80/sm90 builds).
   const int acc = c.warp.m * c.warp.n / 32;
   int frags = 0;
@@ -57,18 +57,10 @@ constexpr GemmResources estimate_resources(const GemmConfig& c) {
     const int words_b = is.n * is.k * size_of(c.operand()) / 4 / 32;
     frags = 2 * ((c.warp.m / is.m) * words_a + (c.warp.n / is.n) * words_b);
   }
-  // Each global→shared vector a thread issues per stage keeps an address/predicate live.
+  // Each global→shared vector a thread issues per stage keeps a 64-bit address live (2 registers).
   const int copies = r.threads > 0 ? (c.tile.m + c.tile.n) * c.tile.k / (c.align > 0 ? c.align : 1) / r.threads : 0;
-  r.registers = acc + frags + copies + 40;
+  r.registers = acc + frags + 2 * copies + 40;
   return r;
-}
-
-// Blocks per multiprocessor the instance is compiled for (__launch_bounds__): as many as the
-// register estimate allows, so the compiler does not spend registers that would cost occupancy.
-constexpr int target_blocks_per_sm(const GemmConfig& c, const ArchTraits& arch = sm80) {
-  const GemmResources r = estimate_resources(c);
-  const int by_regs = arch.regs_per_sm / (r.threads * r.registers > 0 ? r.threads * r.registers : 1);
-  return by_regs < 1 ? 1 : by_regs;
 }
 
 // The named constraints, in the order they are checked. The first violated one is the reason.
@@ -90,7 +82,8 @@ constexpr Verdict validate(const GemmConfig& c, const ArchTraits& arch) {
     if (auto v = require(c.warp.m % is.m == 0, Rule::instr_divides_warp, c.warp.m, is.m); !v.ok()) return v;
     // B fragments are fetched two n-blocks at a time (ldmatrix.x4), so WN is a multiple of 16.
     if (auto v = require(c.warp.n % (2 * is.n) == 0, Rule::instr_divides_warp, c.warp.n, 2 * is.n); !v.ok()) return v;
-    if (auto v = require(c.tile.k % is.k == 0, Rule::instr_divides_bk, c.tile.k, is.k); !v.ok()) return v;
+    // The mainloop double-buffers fragments across k-steps and tiles: an even number of steps per tile.
+    if (auto v = require(c.tile.k % (2 * is.k) == 0, Rule::instr_divides_bk, c.tile.k, 2 * is.k); !v.ok()) return v;
   }
   const GemmResources r = estimate_resources(c);
   if (auto v = require(r.threads >= 32 && r.threads <= arch.max_threads_per_block, Rule::threads_in_range, r.threads, arch.max_threads_per_block); !v.ok()) return v;

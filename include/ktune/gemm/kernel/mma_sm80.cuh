@@ -54,6 +54,7 @@ struct MmaMainloop {
   static constexpr int threads = C.threads();
   static constexpr InstrShape instr = instr_shape(C.math);
   static constexpr int MI = WM / instr.m, NI = WN / instr.n, KI = BK / instr.k;
+  static_assert(KI % 2 == 0, "the constraint model guarantees an even number of k-steps per tile");
   static constexpr bool a_kc = C.a_k_contiguous(), b_kc = C.b_k_contiguous();
   static constexpr bool tf32 = C.math == MathOp::mma_tf32;
   static constexpr int chunk = 16 / int(sizeof(T));  // elements per 16-byte chunk
@@ -149,33 +150,44 @@ struct MmaMainloop {
         for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
     const int k_tiles = (K + BK - 1) / BK;
-    // Prologue: fill stages-1 slots.
+    // Prologue: fill stages-1 slots, then wait for the first.
 #pragma unroll
     for (int s = 0; s < C.stages - 1; ++s) {
       if (s < k_tiles) load_stage(smem, s, s, A, lda, B, ldb, m0, n0, M, N, K, tid);
       copy_commit();
     }
+    copy_wait<C.stages - 2>();
+    __syncthreads();
 
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      copy_wait<C.stages - 2>();
-      __syncthreads();  // k-tile kt is visible to all; slot (kt-1)%stages is free to overwrite
-      const int next = kt + C.stages - 1;
-      if (next < k_tiles) load_stage(smem, next % C.stages, next, A, lda, B, ldb, m0, n0, M, N, K, tid);
-      copy_commit();
-
-      const char* sA = smem + (kt % C.stages) * stage_bytes;
+    // Steady state (one barrier per k-tile): while the tensor cores work on k-step kk, the fragments
+    // of step kk+1 are read from shared memory; the last step of a tile already reads the first
+    // fragments of the next tile, and the first step issues the global copies of tile kt+stages-1
+    // into the slot every warp finished reading before the last barrier.
+    std::uint32_t fa[2][MI][4], fb[2][NI / 2][4];
+    int read_slot = 0;
+    auto load_frags = [&](int buf, int slot, int kk) {
+      const char* sA = smem + slot * stage_bytes;
       const char* sB = sA + TileA::bytes;
-      std::uint32_t fa[2][MI][4], fb[2][NI / 2][4];
-      auto load_frags = [&](int buf, int kk) {
 #pragma unroll
-        for (int i = 0; i < MI; ++i) load_a(fa[buf][i], sA, wm0 + i * instr.m, kk * instr.k, lane);
+      for (int i = 0; i < MI; ++i) load_a(fa[buf][i], sA, wm0 + i * instr.m, kk * instr.k, lane);
 #pragma unroll
-        for (int j = 0; j < NI / 2; ++j) load_b(fb[buf][j], sB, wn0 + j * 2 * instr.n, kk * instr.k, lane);
-      };
-      load_frags(0, 0);
+      for (int j = 0; j < NI / 2; ++j) load_b(fb[buf][j], sB, wn0 + j * 2 * instr.n, kk * instr.k, lane);
+    };
+    load_frags(0, 0, 0);
+    for (int kt = 0; kt < k_tiles; ++kt) {
 #pragma unroll
       for (int kk = 0; kk < KI; ++kk) {
-        if (kk + 1 < KI) load_frags((kk + 1) & 1, kk + 1);  // overlap smem reads with the mmas below
+        if (kk == KI - 1) {  // move to the next tile's slot
+          copy_wait<C.stages - 2>();
+          __syncthreads();
+          read_slot = read_slot + 1 == C.stages ? 0 : read_slot + 1;
+        }
+        load_frags((kk + 1) & 1, read_slot, (kk + 1) % KI);
+        if (kk == 0) {
+          const int next = kt + C.stages - 1;
+          if (next < k_tiles) load_stage(smem, next % C.stages, next, A, lda, B, ldb, m0, n0, M, N, K, tid);
+          copy_commit();
+        }
 #pragma unroll
         for (int i = 0; i < MI; ++i)
 #pragma unroll
