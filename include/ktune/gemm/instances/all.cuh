@@ -1,0 +1,17 @@
+// ktune/gemm/instances/all.cuh — register every default GEMM family in one translation unit.
+// Include this in exactly one .cu file of a program that calls ktune::gemm(). For faster parallel
+// builds, use KTUNE_REGISTER_GEMM_FAMILY_PART in several translation units instead (src/instances/).
+#pragma once
+#include "ktune/gemm/families.hpp"
+#include "ktune/gemm/instantiate.cuh"
+
+namespace ktune::detail {
+[[maybe_unused]] inline const bool default_gemm_families_registered = [] {
+  register_family<families::Sm80MmaF16>();
+  register_family<families::Sm80MmaF16Small>();
+  register_family<families::Sm80MmaF16Unaligned>();
+  register_family<families::Sm80MmaTf32>();
+  register_family<families::Sm80SimtF32>();
+  return true;
+}();
+}  // namespace ktune::detail
