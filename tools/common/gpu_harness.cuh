@@ -1,0 +1,660 @@
+// tools/common/gpu_harness.cuh — what ktune-profile and the benchmarks share on the GPU: device
+// buffers, hash-based random data, a float64-accumulating reference GEMM, the relative Frobenius
+// error, the cuBLASLt reference (computing ktune's row-major problem in column-major cuBLAS), and
+// CUDA-event timing of CUDA-graph replays.
+//
+// Every CUDA and cuBLAS return code is turned into a ktune::Status; nothing here aborts.
+// All kernels are templates, so the header can be included by several translation units.
+#pragma once
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ktune/device.hpp"
+#include "ktune/gemm.hpp"
+#include "problem_spec.hpp"
+
+namespace ktune::tools {
+
+inline Status cublas_status(cublasStatus_t s, std::string_view what) {
+  if (s == CUBLAS_STATUS_SUCCESS) return {};
+  return error(StatusCode::internal, std::string(what) + ": " + cublasGetStatusString(s));
+}
+
+#define KTUNE_TOOLS_CUDA(call) KTUNE_RETURN_IF_ERROR(::ktune::cuda_status((call), #call))
+#define KTUNE_TOOLS_CUBLAS(call) KTUNE_RETURN_IF_ERROR(::ktune::tools::cublas_status((call), #call))
+
+// The commit the tool was built from: CMake passes KTUNE_GIT_COMMIT (quoted or not).
+#define KTUNE_TOOLS_STR2(x) #x
+#define KTUNE_TOOLS_STR(x) KTUNE_TOOLS_STR2(x)
+inline std::string git_commit() {
+#ifdef KTUNE_GIT_COMMIT
+  std::string s = KTUNE_TOOLS_STR(KTUNE_GIT_COMMIT);
+  s.erase(std::remove(s.begin(), s.end(), '"'), s.end());
+  s.erase(std::remove(s.begin(), s.end(), '\\'), s.end());
+  return s.empty() ? "unknown" : s;
+#else
+  return "unknown";
+#endif
+}
+
+inline std::string cuda_version_string(int v) {  // 13000 → "13.0"
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+inline std::string cublaslt_version_string() {
+  const std::size_t v = cublasLtGetVersion();  // e.g. 130100 → 13.1.0
+  return std::to_string(v / 10000) + "." + std::to_string((v / 100) % 100) + "." + std::to_string(v % 100);
+}
+
+// After a failure: is the CUDA context still usable? Sticky errors (illegal address, launch
+// failure) poison the context for the rest of the process; ordinary errors are cleared here.
+inline bool cuda_context_alive() {
+  (void)cudaGetLastError();
+  if (cudaDeviceSynchronize() != cudaSuccess) {
+    (void)cudaGetLastError();
+    return cudaDeviceSynchronize() == cudaSuccess;  // a sticky error is reported again
+  }
+  return true;
+}
+
+// ---- Memory ---------------------------------------------------------------------------------------
+
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      p_ = std::exchange(o.p_, nullptr);
+      bytes_ = std::exchange(o.bytes_, 0);
+    }
+    return *this;
+  }
+  ~DeviceBuffer() { reset(); }
+
+  Status allocate(std::size_t bytes) {
+    reset();
+    KTUNE_TOOLS_CUDA(cudaMalloc(&p_, std::max<std::size_t>(bytes, 256)));
+    bytes_ = bytes;
+    return {};
+  }
+  void reset() {
+    if (p_ != nullptr) (void)cudaFree(p_);
+    p_ = nullptr;
+    bytes_ = 0;
+  }
+  void* get() const { return p_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+class CudaEvent {
+ public:
+  CudaEvent() = default;
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  ~CudaEvent() {
+    if (e_ != nullptr) (void)cudaEventDestroy(e_);
+  }
+  Status create() { return cuda_status(cudaEventCreate(&e_), "cudaEventCreate"); }
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+// ---- Kernels: random data, error norm, reference GEMM ------------------------------------------------
+
+namespace detail {
+
+__host__ __device__ inline std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+template <class T> __device__ __forceinline__ T from_f(float v) { return static_cast<T>(v); }
+template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <class T> __device__ __forceinline__ float to_f(T v) { return static_cast<float>(v); }
+template <> __device__ __forceinline__ float to_f<__half>(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float to_f<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+// Uniform magnitudes in [1/16, 1) with random sign: never zero, exactly representable ranges in
+// every type, and sums over K stay far from fp16 overflow.
+template <class T>
+__global__ void fill_random_kernel(T* p, std::int64_t n, std::uint64_t seed) {
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const std::uint64_t h = splitmix64(seed ^ (std::uint64_t(i) * 0xD1B54A32D192ED03ull));
+    const float mag = 0.0625f + 0.9375f * float(h >> 40) * (1.0f / 16777216.0f);
+    p[i] = from_f<T>((h & 1u) ? -mag : mag);
+  }
+}
+
+// out[0] += Σ (x − ref)², out[1] += Σ ref², out[2] += count of non-finite x or ref.
+template <class T, class R>
+__global__ void diff_norm_kernel(const T* x, const R* ref, std::int64_t n, double* out) {
+  double d = 0.0, r = 0.0, bad = 0.0;
+  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const double a = to_f(x[i]), b = to_f(ref[i]);
+    if (!isfinite(a) || !isfinite(b)) bad += 1.0;
+    d += (a - b) * (a - b);
+    r += b * b;
+  }
+  for (int o = 16; o > 0; o /= 2) {
+    d += __shfl_down_sync(0xffffffffu, d, o);
+    r += __shfl_down_sync(0xffffffffu, r, o);
+    bad += __shfl_down_sync(0xffffffffu, bad, o);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    atomicAdd(out + 0, d);
+    atomicAdd(out + 1, r);
+    atomicAdd(out + 2, bad);
+  }
+}
+
+// Straightforward shared-memory-tiled GEMM with float64 accumulation: the independent check of the
+// cuBLAS reference (and of the layout mapping). D32 is M×N row-major fp32: relu(A·B + bias) if asked.
+template <class T, class TB>
+__global__ void reference_gemm_kernel(int m, int n, int k, const T* A, std::int64_t lda, bool a_row, const T* B,
+                                      std::int64_t ldb, bool b_row, const TB* bias, bool relu, float* D32) {
+  __shared__ float As[16][17];
+  __shared__ float Bs[16][17];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int row = blockIdx.y * 16 + ty, col = blockIdx.x * 16 + tx;
+  double acc = 0.0;
+  for (int k0 = 0; k0 < k; k0 += 16) {
+    const int ar = blockIdx.y * 16 + ty, ak = k0 + tx;
+    As[ty][tx] = (ar < m && ak < k) ? to_f(a_row ? A[std::int64_t(ar) * lda + ak] : A[std::int64_t(ak) * lda + ar]) : 0.0f;
+    const int bk = k0 + ty, bc = blockIdx.x * 16 + tx;
+    Bs[ty][tx] = (bk < k && bc < n) ? to_f(b_row ? B[std::int64_t(bk) * ldb + bc] : B[std::int64_t(bc) * ldb + bk]) : 0.0f;
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < 16; ++kk) acc += double(As[ty][kk]) * double(Bs[kk][tx]);
+    __syncthreads();
+  }
+  if (row < m && col < n) {
+    float v = static_cast<float>(acc);
+    if (bias != nullptr) v += to_f(bias[col]);
+    if (relu) v = fmaxf(v, 0.0f);
+    D32[std::int64_t(row) * n + col] = v;
+  }
+}
+
+template <class F>
+Status with_type(DType t, F&& f) {
+  switch (t) {
+    case DType::f32: return f(float{});
+    case DType::f16: return f(__half{});
+    case DType::bf16: return f(__nv_bfloat16{});
+  }
+  return error(StatusCode::internal, "unknown dtype");
+}
+
+inline int grid_for(std::int64_t n) { return static_cast<int>(std::min<std::int64_t>((n + 255) / 256, 132 * 16)); }
+
+}  // namespace detail
+
+inline Status fill_random(void* p, DType t, std::int64_t n, std::uint64_t seed, cudaStream_t s) {
+  return detail::with_type(t, [&](auto tag) {
+    using T = decltype(tag);
+    detail::fill_random_kernel<T><<<detail::grid_for(n), 256, 0, s>>>(static_cast<T*>(p), n, seed);
+    return cuda_status(cudaGetLastError(), "fill_random_kernel launch");
+  });
+}
+
+struct ErrorStats {
+  double rel = std::numeric_limits<double>::quiet_NaN();  // ‖x − ref‖_F / ‖ref‖_F
+  double ref_norm = 0.0;
+  std::int64_t nonfinite = 0;
+  bool passes(double tol) const { return std::isfinite(rel) && nonfinite == 0 && ref_norm > 0.0 && rel <= tol; }
+};
+
+// Relative Frobenius error of x (type tx) against ref (type tr), n elements; synchronizes `s`.
+inline Status rel_error(const void* x, DType tx, const void* ref, DType tr, std::int64_t n, cudaStream_t s,
+                        ErrorStats& out) {
+  DeviceBuffer acc;
+  KTUNE_RETURN_IF_ERROR(acc.allocate(3 * sizeof(double)));
+  KTUNE_TOOLS_CUDA(cudaMemsetAsync(acc.get(), 0, 3 * sizeof(double), s));
+  KTUNE_RETURN_IF_ERROR(detail::with_type(tx, [&](auto xt) {
+    return detail::with_type(tr, [&](auto rt) {
+      using X = decltype(xt);
+      using R = decltype(rt);
+      detail::diff_norm_kernel<X, R><<<detail::grid_for(n), 256, 0, s>>>(static_cast<const X*>(x), static_cast<const R*>(ref),
+                                                                        n, static_cast<double*>(acc.get()));
+      return cuda_status(cudaGetLastError(), "diff_norm_kernel launch");
+    });
+  }));
+  double h[3] = {0, 0, 0};
+  KTUNE_TOOLS_CUDA(cudaMemcpyAsync(h, acc.get(), sizeof h, cudaMemcpyDeviceToHost, s));
+  KTUNE_TOOLS_CUDA(cudaStreamSynchronize(s));
+  out.ref_norm = std::sqrt(h[1]);
+  out.nonfinite = static_cast<std::int64_t>(h[2]);
+  out.rel = h[1] > 0.0 ? std::sqrt(h[0] / h[1]) : std::numeric_limits<double>::quiet_NaN();
+  return {};
+}
+
+// ---- cuBLASLt reference -------------------------------------------------------------------------------
+//
+// ktune computes row-major D (M×N) = A·B. Row-major D is column-major Dᵀ (N×M) with the same leading
+// dimension, and Dᵀ = Bᵀ·Aᵀ, so cuBLAS gets m' = N, n' = M, its first operand is B's memory and its
+// second A's memory:
+//   B row-major (K×N, ldb ≥ N) read column-major is Bᵀ (N×K)       → CUBLAS_OP_N
+//   B col-major (K×N, ldb ≥ K) read column-major is B  (K×N)       → CUBLAS_OP_T
+//   A row-major (M×K, lda ≥ K) read column-major is Aᵀ (K×M)       → CUBLAS_OP_N
+//   A col-major (M×K, lda ≥ M) read column-major is A  (M×K)       → CUBLAS_OP_T
+// ktune's per-column bias (N values) is a per-row bias of Dᵀ, which is what cuBLASLt's BIAS adds.
+
+inline cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::f16: return CUDA_R_16F;
+    case DType::bf16: return CUDA_R_16BF;
+    default: return CUDA_R_32F;
+  }
+}
+
+inline cublasComputeType_t cublas_compute(Precision p) {
+  return p == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
+class CublasRef {
+ public:
+  CublasRef() = default;
+  CublasRef(const CublasRef&) = delete;
+  CublasRef& operator=(const CublasRef&) = delete;
+  ~CublasRef() {
+    if (lt_ != nullptr) (void)cublasLtDestroy(lt_);
+    if (blas_ != nullptr) (void)cublasDestroy(blas_);
+  }
+
+  Status init(std::size_t workspace_bytes = std::size_t{64} << 20) {
+    KTUNE_TOOLS_CUBLAS(cublasLtCreate(&lt_));
+    KTUNE_TOOLS_CUBLAS(cublasCreate(&blas_));
+    KTUNE_RETURN_IF_ERROR(workspace_.allocate(workspace_bytes));
+    KTUNE_TOOLS_CUBLAS(cublasSetWorkspace(blas_, workspace_.get(), workspace_.bytes()));
+    return {};
+  }
+
+  // One problem's descriptors and algorithm, reused for every launch.
+  class Plan {
+   public:
+    Plan() = default;
+    Plan(const Plan&) = delete;
+    Plan& operator=(const Plan&) = delete;
+    ~Plan() {
+      if (pref_) (void)cublasLtMatmulPreferenceDestroy(pref_);
+      if (ld_) (void)cublasLtMatrixLayoutDestroy(ld_);
+      if (lx_) (void)cublasLtMatrixLayoutDestroy(lx_);
+      if (ly_) (void)cublasLtMatrixLayoutDestroy(ly_);
+      if (op_) (void)cublasLtMatmulDescDestroy(op_);
+    }
+    // "cublasLt" or "cublasGemmEx" (when cuBLASLt's heuristic offers nothing for the problem).
+    const std::string& api() const { return api_; }
+
+   private:
+    friend class CublasRef;
+    GemmDesc desc_{};
+    Precision precision_{};
+    cublasOperation_t tx_ = CUBLAS_OP_N, ty_ = CUBLAS_OP_N;
+    cublasLtMatmulDesc_t op_ = nullptr;
+    cublasLtMatrixLayout_t lx_ = nullptr, ly_ = nullptr, ld_ = nullptr;
+    cublasLtMatmulPreference_t pref_ = nullptr;
+    cublasLtMatmulAlgo_t algo_{};
+    bool use_lt_ = false;
+    std::string api_;
+  };
+
+  // `bias` (N elements of the output type) is needed for bias_relu problems.
+  Status make_plan(const ProblemSpec& spec, const void* bias, std::unique_ptr<Plan>& out) {
+    auto p = std::make_unique<Plan>();
+    const GemmDesc d = resolved(spec.desc());
+    p->desc_ = d;
+    p->precision_ = spec.precision;
+    p->tx_ = d.b_layout == Layout::row ? CUBLAS_OP_N : CUBLAS_OP_T;
+    p->ty_ = d.a_layout == Layout::row ? CUBLAS_OP_N : CUBLAS_OP_T;
+    const cudaDataType_t ab = cuda_type(d.ab_type), dt = cuda_type(d.d_type);
+    const auto N = static_cast<std::uint64_t>(d.n), M = static_cast<std::uint64_t>(d.m), K = static_cast<std::uint64_t>(d.k);
+    KTUNE_TOOLS_CUBLAS(cublasLtMatmulDescCreate(&p->op_, cublas_compute(spec.precision), CUDA_R_32F));
+    KTUNE_TOOLS_CUBLAS(cublasLtMatmulDescSetAttribute(p->op_, CUBLASLT_MATMUL_DESC_TRANSA, &p->tx_, sizeof p->tx_));
+    KTUNE_TOOLS_CUBLAS(cublasLtMatmulDescSetAttribute(p->op_, CUBLASLT_MATMUL_DESC_TRANSB, &p->ty_, sizeof p->ty_));
+    if (spec.bias_relu) {
+      if (bias == nullptr) return error(StatusCode::invalid_argument, "bias_relu problem without a bias vector");
+      const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_RELU_BIAS;
+      KTUNE_TOOLS_CUBLAS(cublasLtMatmulDescSetAttribute(p->op_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+      KTUNE_TOOLS_CUBLAS(cublasLtMatmulDescSetAttribute(p->op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+      const std::int32_t bias_type = dt;
+      KTUNE_TOOLS_CUBLAS(cublasLtMatmulDescSetAttribute(p->op_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
+    }
+    // First operand: B's memory; second: A's memory; output: Dᵀ, N×M column-major.
+    if (p->tx_ == CUBLAS_OP_N)
+      KTUNE_TOOLS_CUBLAS(cublasLtMatrixLayoutCreate(&p->lx_, ab, N, K, d.ldb));
+    else
+      KTUNE_TOOLS_CUBLAS(cublasLtMatrixLayoutCreate(&p->lx_, ab, K, N, d.ldb));
+    if (p->ty_ == CUBLAS_OP_N)
+      KTUNE_TOOLS_CUBLAS(cublasLtMatrixLayoutCreate(&p->ly_, ab, K, M, d.lda));
+    else
+      KTUNE_TOOLS_CUBLAS(cublasLtMatrixLayoutCreate(&p->ly_, ab, M, K, d.lda));
+    KTUNE_TOOLS_CUBLAS(cublasLtMatrixLayoutCreate(&p->ld_, dt, N, M, d.ldd));
+    KTUNE_TOOLS_CUBLAS(cublasLtMatmulPreferenceCreate(&p->pref_));
+    const std::uint64_t ws = workspace_.bytes();
+    KTUNE_TOOLS_CUBLAS(
+        cublasLtMatmulPreferenceSetAttribute(p->pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt_, p->op_, p->lx_, p->ly_, p->ld_, p->ld_, p->pref_, 1,
+                                                             &result, &found);
+    if (hs == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
+      p->algo_ = result.algo;
+      p->use_lt_ = true;
+      p->api_ = "cublasLt";
+    } else if (!spec.bias_relu) {
+      p->use_lt_ = false;
+      p->api_ = "cublasGemmEx";
+    } else {
+      return error(StatusCode::unsupported, "cuBLASLt offers no algorithm for " + spec.name() +
+                                                (hs != CUBLAS_STATUS_SUCCESS ? std::string(": ") + cublasGetStatusString(hs) : ""));
+    }
+    out = std::move(p);
+    return {};
+  }
+
+  // D = A·B (+ epilogue) on `s`, capturable into a CUDA graph.
+  Status run(const Plan& p, const void* A, const void* B, void* D, cudaStream_t s) {
+    const float alpha = 1.0f, beta = 0.0f;
+    if (p.use_lt_) {
+      KTUNE_TOOLS_CUBLAS(cublasLtMatmul(lt_, p.op_, &alpha, B, p.lx_, A, p.ly_, &beta, D, p.ld_, D, p.ld_, &p.algo_,
+                                        workspace_.get(), workspace_.bytes(), s));
+    } else {
+      const GemmDesc& d = p.desc_;
+      const cudaDataType_t ab = cuda_type(d.ab_type), dt = cuda_type(d.d_type);
+      KTUNE_TOOLS_CUBLAS(cublasSetStream(blas_, s));
+      KTUNE_TOOLS_CUBLAS(cublasGemmEx(blas_, p.tx_, p.ty_, static_cast<int>(d.n), static_cast<int>(d.m),
+                                      static_cast<int>(d.k), &alpha, B, ab, static_cast<int>(d.ldb), A, ab,
+                                      static_cast<int>(d.lda), &beta, D, dt, static_cast<int>(d.ldd),
+                                      cublas_compute(p.precision_), CUBLAS_GEMM_DEFAULT));
+    }
+    return cuda_status(cudaGetLastError(), "cuBLAS launch");
+  }
+
+ private:
+  cublasLtHandle_t lt_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  DeviceBuffer workspace_;
+};
+
+// ---- One problem's data ---------------------------------------------------------------------------------
+
+// Random A, B (and bias), the output buffers, and the references. When one set of A, B, D fits in
+// twice the L2 cache, several sets are allocated and launches rotate over them, so repeated runs do
+// not measure L2-resident inputs (the same sets for ktune and cuBLAS).
+class ProblemData {
+ public:
+  Status create(const ProblemSpec& spec, const DeviceInfo& dev, std::uint64_t seed, cudaStream_t s, int max_sets = 32) {
+    spec_ = spec;
+    desc_ = resolved(spec.desc());
+    const GemmDesc& d = desc_;
+    const int eb = size_of(d.ab_type), eo = size_of(d.d_type);
+    a_elems_ = (d.a_layout == Layout::row ? d.m : d.k) * d.lda;
+    b_elems_ = (d.b_layout == Layout::row ? d.k : d.n) * d.ldb;
+    d_elems_ = d.m * d.ldd;
+    const double set_bytes = double(a_elems_) * eb + double(b_elems_) * eb + double(d_elems_) * eo;
+    const double l2 = dev.l2_bytes > 0 ? dev.l2_bytes : 64.0 * 1024 * 1024;
+    int sets = set_bytes >= 2.0 * l2 ? 1 : static_cast<int>(std::ceil(2.0 * l2 / set_bytes));
+    sets = std::clamp(sets, 1, std::max(1, max_sets));
+    sets_.clear();
+    sets_.resize(sets);
+    for (int i = 0; i < sets; ++i) {
+      KTUNE_RETURN_IF_ERROR(sets_[i].a.allocate(a_elems_ * eb));
+      KTUNE_RETURN_IF_ERROR(sets_[i].b.allocate(b_elems_ * eb));
+      KTUNE_RETURN_IF_ERROR(sets_[i].d.allocate(d_elems_ * eo));
+      KTUNE_RETURN_IF_ERROR(fill_random(sets_[i].a.get(), d.ab_type, a_elems_, seed + 101 * i + 1, s));
+      KTUNE_RETURN_IF_ERROR(fill_random(sets_[i].b.get(), d.ab_type, b_elems_, seed + 101 * i + 2, s));
+      KTUNE_TOOLS_CUDA(cudaMemsetAsync(sets_[i].d.get(), 0xFF, d_elems_ * eo, s));
+    }
+    if (spec.bias_relu) {
+      KTUNE_RETURN_IF_ERROR(bias_.allocate(d.n * eo));
+      KTUNE_RETURN_IF_ERROR(fill_random(bias_.get(), d.d_type, d.n, seed + 7, s));
+    }
+    KTUNE_RETURN_IF_ERROR(ref_.allocate(d_elems_ * eo));
+    KTUNE_TOOLS_CUDA(cudaMemsetAsync(ref_.get(), 0xFF, d_elems_ * eo, s));
+    KTUNE_TOOLS_CUDA(cudaStreamSynchronize(s));
+    return {};
+  }
+
+  const ProblemSpec& spec() const { return spec_; }
+  const GemmDesc& desc() const { return desc_; }  // leading dimensions resolved
+  int sets() const { return static_cast<int>(sets_.size()); }
+  double bytes_per_set() const {
+    return double(a_elems_ + b_elems_) * size_of(desc_.ab_type) + double(d_elems_) * size_of(desc_.d_type);
+  }
+  const void* bias() const { return bias_.get(); }
+  void* ref() const { return ref_.get(); }  // the reference output (cuBLAS, set 0)
+  std::int64_t d_elems() const { return d_elems_; }
+
+  GemmOperands ops(int i) const {
+    const OperandSet& s = sets_[static_cast<std::size_t>(i) % sets_.size()];
+    GemmOperands o;
+    o.a = s.a.get();
+    o.b = s.b.get();
+    o.d = s.d.get();
+    o.bias = bias_.get();
+    return o;
+  }
+
+  // Fill set i's D with NaN bit patterns (0xFF bytes are NaN in f32, f16 and bf16).
+  Status poison(int i, cudaStream_t s) const {
+    return cuda_status(cudaMemsetAsync(ops(i).d, 0xFF, d_elems_ * size_of(desc_.d_type), s), "cudaMemsetAsync(poison D)");
+  }
+
+  // Error of `x` (an output of the problem's type) against the reference output.
+  Status error_vs_ref(const void* x, cudaStream_t s, ErrorStats& out) const {
+    return rel_error(x, desc_.d_type, ref_.get(), desc_.d_type, d_elems_, s, out);
+  }
+
+  // The float64-accumulating GEMM on set 0, kept as an fp32 M×N matrix: the independent check of the
+  // cuBLAS reference (it catches a wrong operand or layout mapping in the cuBLAS call), and the
+  // reference of last resort when cuBLAS cannot run the problem. Needs a packed D (ldd == N).
+  Status compute_ref32(cudaStream_t s) {
+    const GemmDesc& d = desc_;
+    if (d.ldd != d.n) return error(StatusCode::unsupported, "the fp32 reference needs a packed D");
+    KTUNE_RETURN_IF_ERROR(ref32_.allocate(d_elems_ * sizeof(float)));
+    const GemmOperands o = ops(0);
+    KTUNE_RETURN_IF_ERROR(detail::with_type(d.ab_type, [&](auto tag) {
+      return detail::with_type(d.d_type, [&](auto btag) {
+        using T = decltype(tag);
+        using TB = decltype(btag);
+        const dim3 block(16, 16);
+        const dim3 grid(static_cast<unsigned>((d.n + 15) / 16), static_cast<unsigned>((d.m + 15) / 16));
+        detail::reference_gemm_kernel<T, TB><<<grid, block, 0, s>>>(
+            static_cast<int>(d.m), static_cast<int>(d.n), static_cast<int>(d.k), static_cast<const T*>(o.a), d.lda,
+            d.a_layout == Layout::row, static_cast<const T*>(o.b), d.ldb, d.b_layout == Layout::row,
+            spec_.bias_relu ? static_cast<const TB*>(bias_.get()) : nullptr, spec_.bias_relu,
+            static_cast<float*>(ref32_.get()));
+        return cuda_status(cudaGetLastError(), "reference_gemm_kernel launch");
+      });
+    }));
+    return cuda_status(cudaStreamSynchronize(s), "reference_gemm_kernel");
+  }
+  bool has_ref32() const { return ref32_.get() != nullptr; }
+
+  // Error of `x` (an output of the problem's type) against the fp32 reference (compute_ref32 first).
+  Status error_vs_ref32(const void* x, cudaStream_t s, ErrorStats& out) const {
+    if (!has_ref32()) return error(StatusCode::internal, "no fp32 reference computed");
+    return rel_error(x, desc_.d_type, ref32_.get(), DType::f32, d_elems_, s, out);
+  }
+
+  // The cuBLAS reference output against the fp32 reference.
+  Status ref_vs_ref32(cudaStream_t s, ErrorStats& out) const { return error_vs_ref32(ref_.get(), s, out); }
+
+ private:
+  struct OperandSet {
+    DeviceBuffer a, b, d;
+  };
+  ProblemSpec spec_{};
+  GemmDesc desc_{};
+  std::int64_t a_elems_ = 0, b_elems_ = 0, d_elems_ = 0;
+  std::vector<OperandSet> sets_;
+  DeviceBuffer bias_, ref_, ref32_;
+};
+
+// ---- Timing -----------------------------------------------------------------------------------------------
+
+// One launch of the timed operation; `i` counts launches (to rotate buffer sets).
+using LaunchFn = std::function<Status(int i, cudaStream_t)>;
+
+// `iters` launches captured into a CUDA graph, replayed as one unit: no host launch gaps, so ktune
+// and cuBLAS (whose host side costs several µs per call) are both timed on the GPU alone. Falls back
+// to plain launches when capture fails.
+class LaunchGraph {
+ public:
+  LaunchGraph() = default;
+  LaunchGraph(const LaunchGraph&) = delete;
+  LaunchGraph& operator=(const LaunchGraph&) = delete;
+  ~LaunchGraph() { destroy(); }
+
+  Status capture(const LaunchFn& fn, int iters, cudaStream_t s, bool try_graph = true) {
+    destroy();
+    fn_ = fn;
+    iters_ = std::max(1, iters);
+    if (!try_graph) return {};
+    if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return {};
+    }
+    Status launched;
+    for (int i = 0; i < iters_ && launched.ok(); ++i) (void)(launched = fn(i, s));
+    cudaGraph_t g = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(s, &g);
+    if (!launched.ok()) {
+      if (g != nullptr) (void)cudaGraphDestroy(g);
+      (void)cudaGetLastError();
+      return launched;
+    }
+    if (end != cudaSuccess || g == nullptr) {
+      (void)cudaGetLastError();
+      return {};  // not capturable: plain launches
+    }
+    const cudaError_t inst = cudaGraphInstantiate(&exec_, g, 0);
+    (void)cudaGraphDestroy(g);
+    if (inst != cudaSuccess) {
+      exec_ = nullptr;
+      (void)cudaGetLastError();
+    }
+    return {};
+  }
+
+  Status launch(cudaStream_t s) const {
+    if (exec_ != nullptr) return cuda_status(cudaGraphLaunch(exec_, s), "cudaGraphLaunch");
+    for (int i = 0; i < iters_; ++i) KTUNE_RETURN_IF_ERROR(fn_(i, s));
+    return {};
+  }
+  bool is_graph() const { return exec_ != nullptr; }
+  int iters() const { return iters_; }
+
+ private:
+  void destroy() {
+    if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
+    exec_ = nullptr;
+  }
+  cudaGraphExec_t exec_ = nullptr;
+  LaunchFn fn_;
+  int iters_ = 1;
+};
+
+struct TimingOptions {
+  double target_ms_per_repeat = 8.0;  // launches per repeat are chosen to take about this long
+  int iters = 0;                      // launches per repeat; 0: from target_ms_per_repeat
+  int repeats = 7;                    // timed graph replays; the median is reported
+  int max_iters = 1000;
+  int warmup = 2;
+  bool use_graph = true;
+};
+
+struct Timing {
+  double median_ms = std::numeric_limits<double>::quiet_NaN();  // per launch
+  double min_ms = median_ms, max_ms = median_ms;
+  int iters = 0, repeats = 0;
+  bool graph = false;
+};
+
+// Estimate one launch's time from a few events-timed plain launches (after warm-up).
+inline Status estimate_launch_ms(const LaunchFn& fn, cudaStream_t s, int warmup, double& ms) {
+  for (int i = 0; i < std::max(1, warmup); ++i) KTUNE_RETURN_IF_ERROR(fn(i, s));
+  KTUNE_TOOLS_CUDA(cudaStreamSynchronize(s));
+  CudaEvent e0, e1;
+  KTUNE_RETURN_IF_ERROR(e0.create());
+  KTUNE_RETURN_IF_ERROR(e1.create());
+  constexpr int n = 3;
+  KTUNE_TOOLS_CUDA(cudaEventRecord(e0.get(), s));
+  for (int i = 0; i < n; ++i) KTUNE_RETURN_IF_ERROR(fn(i, s));
+  KTUNE_TOOLS_CUDA(cudaEventRecord(e1.get(), s));
+  KTUNE_TOOLS_CUDA(cudaEventSynchronize(e1.get()));
+  float t = 0.0f;
+  KTUNE_TOOLS_CUDA(cudaEventElapsedTime(&t, e0.get(), e1.get()));
+  ms = std::max(1e-4, double(t) / n);
+  return {};
+}
+
+// Warm up, pick the launches per repeat, capture them into a graph, replay it `repeats` times
+// between CUDA events; the median per-launch time over the repeats is the result.
+inline Status time_launches(const LaunchFn& fn, cudaStream_t s, const TimingOptions& opt, Timing& out) {
+  out = Timing{};
+  double est = 0.0;
+  KTUNE_RETURN_IF_ERROR(estimate_launch_ms(fn, s, opt.warmup, est));
+  int iters = opt.iters > 0 ? opt.iters
+                            : static_cast<int>(std::clamp(std::ceil(opt.target_ms_per_repeat / est), 1.0, double(opt.max_iters)));
+  LaunchGraph graph;
+  KTUNE_RETURN_IF_ERROR(graph.capture(fn, iters, s, opt.use_graph));
+  KTUNE_RETURN_IF_ERROR(graph.launch(s));  // warm the graph (upload, first replay)
+  KTUNE_TOOLS_CUDA(cudaStreamSynchronize(s));
+  CudaEvent e0, e1;
+  KTUNE_RETURN_IF_ERROR(e0.create());
+  KTUNE_RETURN_IF_ERROR(e1.create());
+  std::vector<double> per_launch;
+  const int repeats = std::max(1, opt.repeats);
+  for (int r = 0; r < repeats; ++r) {
+    KTUNE_TOOLS_CUDA(cudaEventRecord(e0.get(), s));
+    KTUNE_RETURN_IF_ERROR(graph.launch(s));
+    KTUNE_TOOLS_CUDA(cudaEventRecord(e1.get(), s));
+    KTUNE_TOOLS_CUDA(cudaEventSynchronize(e1.get()));
+    float t = 0.0f;
+    KTUNE_TOOLS_CUDA(cudaEventElapsedTime(&t, e0.get(), e1.get()));
+    per_launch.push_back(double(t) / iters);
+  }
+  KTUNE_TOOLS_CUDA(cudaGetLastError());
+  std::sort(per_launch.begin(), per_launch.end());
+  const std::size_t n = per_launch.size();
+  out.median_ms = n % 2 ? per_launch[n / 2] : 0.5 * (per_launch[n / 2 - 1] + per_launch[n / 2]);
+  out.min_ms = per_launch.front();
+  out.max_ms = per_launch.back();
+  out.iters = iters;
+  out.repeats = repeats;
+  out.graph = graph.is_graph();
+  return {};
+}
+
+inline double tflops(double flops, double ms) { return ms > 0.0 ? flops / (ms * 1e-3) / 1e12 : 0.0; }
+
+}  // namespace ktune::tools

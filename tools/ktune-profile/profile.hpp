@@ -1,0 +1,73 @@
+// tools/ktune-profile/profile.hpp — the pieces of ktune-profile: listing the families (no CUDA),
+// running and verifying instances on the GPU, and writing the results table.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../common/problem_spec.hpp"
+
+namespace ktune::profile {
+
+// `--list`: every default family with its parameter lists, valid instances and pruned configs.
+// Pure host code: never calls the CUDA runtime. Returns the process exit code.
+int list_families(const std::string& filter);
+
+struct RunOptions {
+  std::vector<tools::ProblemSpec> problems;
+  std::string filter;       // run only instances whose name contains this
+  int iters = 0;            // launches per timed repeat; 0: chosen per instance from a time target
+  int repeats = 7;          // timed repeats (median reported)
+  double target_ms = 8.0;   // time per repeat when iters == 0
+  bool quick = false;
+  bool check_reference = true;  // verify cuBLAS against a float64-accumulating GEMM too
+  int device = -1;          // -1: the current device
+  std::string csv_path, json_path;
+};
+
+// One instance (or the cuBLAS reference) on one problem.
+struct ResultRow {
+  std::string problem;      // ProblemSpec::name()
+  std::string instance;
+  std::string family;
+  bool heuristic_pick = false;
+  double ms = -1.0, tflops = 0.0;     // < 0: not timed
+  double rel_err = -1.0, tol = 0.0;   // < 0: not verified
+  std::string status;       // PASS, FAIL, ERROR
+  std::string message;      // why, for FAIL / ERROR
+  double cublas_ms = -1.0, cublas_tflops = 0.0;
+  int iters = 0, repeats = 0;
+};
+
+struct ProblemSummary {
+  tools::ProblemSpec spec;
+  std::string cublas_api;   // cublasLt / cublasGemmEx / "" when it failed
+  double cublas_ms = -1.0, cublas_tflops = 0.0;
+  double cublas_ref_err = -1.0;  // cuBLAS vs the float64-accumulating GEMM
+  std::string cublas_status;     // PASS / FAIL / ERROR / "unchecked"
+  std::string cublas_message;
+  std::string best_instance;
+  double best_ms = -1.0, best_tflops = 0.0;
+  std::string heuristic_instance;  // select_gemm's choice ("" if none)
+  double heuristic_tflops = 0.0;   // 0 when the pick was not run (filtered out)
+  int candidates = 0, passed = 0, failed = 0;
+  int sets = 1;                    // rotating buffer sets
+  std::string note;                // e.g. why nothing ran
+};
+
+struct RunReport {
+  std::string device, fingerprint, driver, runtime, cublaslt, commit;
+  std::vector<ResultRow> rows;
+  std::vector<ProblemSummary> problems;
+  bool context_lost = false;
+};
+
+// Run every problem on the GPU (the caller has checked that a device exists). Returns the exit code:
+// 0 when every instance passed, 1 when any failed or errored.
+int run_problems(const RunOptions& opt);
+
+// Output of the results table.
+bool write_csv(const std::string& path, const RunReport& r);
+bool write_json(const std::string& path, const RunReport& r);
+
+}  // namespace ktune::profile
