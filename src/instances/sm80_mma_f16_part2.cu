@@ -1,5 +1,6 @@
-// 8 of the 48 instances of ktune::families::Sm80MmaF16, part 2 of 6 (survivors with index % 6 == 2).
-// One family part per translation unit: the registrar variable is named after the part number.
+// Part 2 of 6 of ktune::families::Sm80MmaF16: the surviving configurations whose index % 6 == 2.
+// One family part per translation unit (the registrar variable is named after the part number);
+// the parts compile in parallel. See include/ktune/gemm/instantiate.cuh.
 #include "ktune/gemm/families.hpp"
 #include "ktune/gemm/instantiate.cuh"
 

@@ -1,5 +1,6 @@
-// 8 of the 16 instances of ktune::families::Sm80MmaF16Unaligned, part 0 of 2 (survivors with index % 2 == 0).
-// One family part per translation unit: the registrar variable is named after the part number.
+// Part 0 of 2 of ktune::families::Sm80MmaF16Unaligned: the surviving configurations whose index % 2 == 0.
+// One family part per translation unit (the registrar variable is named after the part number);
+// the parts compile in parallel. See include/ktune/gemm/instantiate.cuh.
 #include "ktune/gemm/families.hpp"
 #include "ktune/gemm/instantiate.cuh"
 

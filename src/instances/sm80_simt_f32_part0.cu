@@ -1,5 +1,6 @@
-// The 8 instances of ktune::families::Sm80SimtF32 (the whole family in one part).
-// One family part per translation unit: the registrar variable is named after the part number.
+// Every instance of ktune::families::Sm80SimtF32, in one translation unit.
+// One family part per translation unit (the registrar variable is named after the part number);
+// the parts compile in parallel. See include/ktune/gemm/instantiate.cuh.
 #include "ktune/gemm/families.hpp"
 #include "ktune/gemm/instantiate.cuh"
 
