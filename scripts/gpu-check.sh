@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# scripts/gpu-check.sh — the whole check on a machine with a CUDA GPU:
+#   1. configure build-gpu/ for the visible GPU's architecture (cc 9.0 → sm_90a) and build everything
+#   2. run every test with ctest (host and GPU)
+#   3. run ktune-profile on its built-in default problems
+#   4. run each benchmark briefly, if any were built
+#   5. report the compiler's resource usage of every instance (cuobjdump --dump-resource-usage)
+# then print a summary table. Every step runs even when an earlier one failed; the exit code is
+# non-zero when any step failed.
+#
+# Logs go to $OUT when it is set (at most 8 files: 1-build.log 2-ctest.log 3-profile.log 4-bench.log
+# 5-resource-usage.txt summary.txt), else to build-gpu/gpu-check/. Written for a machine with cmake,
+# ninja, nvcc, doctest and Google Benchmark but no ccache and no network: it installs nothing.
+# Environment: KTUNE_GPU_BUILD_DIR (default build-gpu), KTUNE_JOBS (default nproc), KTUNE_CMAKE_ARGS.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${KTUNE_GPU_BUILD_DIR:-$ROOT/build-gpu}"
+LOGS="${OUT:-$BUILD/gpu-check}"
+JOBS="${KTUNE_JOBS:-$(nproc 2>/dev/null || echo 4)}"
+mkdir -p "$LOGS" "$BUILD"
+
+SUMMARY=()
+FAILED=0
+T0=$(date +%s)
+
+# run_step NAME LOGFILE TIMEOUT_S COMMAND... — run, log, time and record one step.
+run_step() {
+  local name=$1 log=$2 limit=$3
+  shift 3
+  local start rc status
+  start=$(date +%s)
+  echo "==> $name" >&2
+  {
+    echo "\$ $*"
+    timeout "$limit" "$@"
+  } >>"$LOGS/$log" 2>&1
+  rc=$?
+  case $rc in
+    0) status=ok ;;
+    77) status=skipped ;;
+    124) status="TIMEOUT(${limit}s)"; FAILED=1 ;;
+    *) status="FAILED(rc=$rc)"; FAILED=1 ;;
+  esac
+  SUMMARY+=("$(printf '%-26s %-16s %6ss   %s' "$name" "$status" "$(($(date +%s) - start))" "$log")")
+  return $rc
+}
+
+note() { SUMMARY+=("$(printf '  %s' "$*")"); }
+
+# ---- 1. configure + build -------------------------------------------------------------------------
+: >"$LOGS/1-build.log"
+{
+  echo "# $(date -u +%FT%TZ) on $(hostname), $JOBS jobs"
+  nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv 2>&1 || echo "nvidia-smi failed"
+  nvcc --version 2>&1 | tail -n 2
+  cmake --version | head -n 1
+} >>"$LOGS/1-build.log"
+
+gen=()
+if [ ! -f "$BUILD/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi
+# shellcheck disable=SC2206
+extra=(${KTUNE_CMAKE_ARGS:-})
+build_ok=0
+if run_step "configure" 1-build.log 300 cmake -S "$ROOT" -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release "${extra[@]}" &&
+   run_step "build (-j$JOBS)" 1-build.log 420 cmake --build "$BUILD" -j "$JOBS"; then
+  build_ok=1
+fi
+archs=$(grep -m1 '^CMAKE_CUDA_ARCHITECTURES:' "$BUILD/CMakeCache.txt" 2>/dev/null | cut -d= -f2)
+note "CUDA architectures: ${archs:-?}"
+# The nvcc command lines: Hopper must be built as arch=compute_90a,code=sm_90a, never plain sm_90.
+if command -v ninja >/dev/null 2>&1 && [ -f "$BUILD/build.ninja" ]; then
+  gencodes=$(ninja -C "$BUILD" -t commands 2>/dev/null | grep -o -- '--generate-code=[^ ]*' | sort -u | tr '\n' ' ')
+  note "nvcc targets: ${gencodes:-none found}"
+  echo "nvcc targets: $gencodes" >>"$LOGS/1-build.log"
+fi
+
+# ---- 2. tests ---------------------------------------------------------------------------------------
+if [ "$build_ok" = 1 ]; then
+  run_step "ctest" 2-ctest.log 300 ctest --test-dir "$BUILD" --output-on-failure --timeout 240
+  line=$(grep -E 'tests passed|tests failed' "$LOGS/2-ctest.log" | tail -n 1)
+  note "ctest: ${line:-no summary line}"
+  while IFS= read -r l; do note "$l"; done < <(grep -E '^[[:space:]]*[0-9]+/[0-9]+ Test' "$LOGS/2-ctest.log" | sed 's/^ *//')
+else
+  SUMMARY+=("$(printf '%-26s %-16s' ctest 'not run (build failed)')")
+fi
+
+# ---- 3. ktune-profile -------------------------------------------------------------------------------
+if [ -x "$BUILD/ktune-profile" ]; then
+  run_step "ktune-profile (defaults)" 3-profile.log 240 "$BUILD/ktune-profile"
+else
+  SUMMARY+=("$(printf '%-26s %-16s' ktune-profile 'not built')")
+fi
+
+# ---- 4. benchmarks ----------------------------------------------------------------------------------
+benches=()
+for b in "$BUILD"/ktune_bench_*; do [ -x "$b" ] && [ -f "$b" ] && benches+=("$b"); done
+if [ "${#benches[@]}" -gt 0 ]; then
+  for b in "${benches[@]}"; do
+    run_step "bench $(basename "$b")" 4-bench.log 120 "$b" --benchmark_min_time=0.05
+  done
+else
+  SUMMARY+=("$(printf '%-26s %-16s' benchmarks 'none built')")
+fi
+
+# ---- 5. resource usage of the instances -------------------------------------------------------------
+objs=()
+while IFS= read -r -d '' o; do objs+=("$o"); done < <(find "$BUILD" -path '*ktune_instances.dir*' -name '*.o' -print0 2>/dev/null | sort -z)
+if [ "${#objs[@]}" -gt 0 ] && command -v cuobjdump >/dev/null 2>&1; then
+  res="$LOGS/5-resource-usage.txt"
+  {
+    echo "# cuobjdump --dump-resource-usage of ${#objs[@]} instance objects; one row per kernel and arch"
+    printf '%-8s %5s %6s %7s %6s  %s\n' arch REG STACK SHARED LOCAL kernel
+    for o in "${objs[@]}"; do
+      cuobjdump --dump-resource-usage "$o" 2>&1 | awk '
+        /arch = / { arch = $3 }
+        /Function / { fn = $2; sub(/:$/, "", fn) }
+        /REG:/ {
+          reg = stack = shared = local = "?"
+          for (i = 1; i <= NF; ++i) {
+            split($i, kv, ":")
+            if (kv[1] == "REG") reg = kv[2]
+            else if (kv[1] == "STACK") stack = kv[2]
+            else if (kv[1] == "SHARED") shared = kv[2]
+            else if (kv[1] == "LOCAL") local = kv[2]
+          }
+          printf "%-8s %5s %6s %7s %6s  %s\n", arch, reg, stack, shared, local, fn
+        }'
+    done | { command -v c++filt >/dev/null 2>&1 && c++filt || cat; }
+  } >"$res" 2>&1
+  kernels=$(awk 'NR > 2 && NF >= 6' "$res" | wc -l)
+  maxreg=$(awk 'NR > 2 && NF >= 6 { if ($2 + 0 > m) m = $2 + 0 } END { print m + 0 }' "$res")
+  spills=$(awk 'NR > 2 && NF >= 6 && ($3 + 0 > 0 || $5 + 0 > 0)' "$res" | wc -l)
+  SUMMARY+=("$(printf '%-26s %-16s %6s    %s' "resource usage" ok "" 5-resource-usage.txt)")
+  note "$kernels kernels (per arch), max $maxreg registers, $spills with stack/local memory (spills)"
+else
+  SUMMARY+=("$(printf '%-26s %-16s' "resource usage" 'no objects or no cuobjdump')")
+fi
+
+# ---- summary ----------------------------------------------------------------------------------------
+{
+  echo
+  echo "ktune GPU check — $(nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader 2>/dev/null | head -n 1), $(($(date +%s) - T0)) s in all"
+  printf '%-26s %-16s %7s   %s\n' step status time log
+  printf '%s\n' "${SUMMARY[@]}"
+  echo "logs: $LOGS"
+  [ "$FAILED" = 0 ] && echo "RESULT: ok" || echo "RESULT: FAILED"
+} | tee "$LOGS/summary.txt"
+exit "$FAILED"
