@@ -1,0 +1,255 @@
+// ktune/tuner/key.hpp — the tuning problem key: everything about a call that can change which
+// instance is fastest or which instances can run it, and nothing else.
+//
+//   op, A/B element type, D element type, math, layouts of A and B, epilogue kind (flags, not the
+//   alpha/beta/clamp values), M (optionally bucketed), N, K, batch, alignment class of A, B and
+//   the output group (C, D, bias, residual), as the vector widths `alignment_of` computes from
+//   every pointer, leading dimension and contiguous extent.
+//
+// A key is a small trivially-copyable value: building and hashing it costs a few nanoseconds and no
+// allocation, so the dispatch hot path can afford it on every call. Two keys that compare equal
+// always get the same answer from `can_implement` (it depends only on math, layouts and alignment
+// classes) — which is why a pinned winner can be reused without re-checking.
+//
+// Also here: the identity of the build that wrote a cache entry (ktune version + a hash of the
+// instance table), so a cache is never applied to a different build.
+#pragma once
+#include <bit>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <algorithm>
+
+#include "ktune/dispatch.hpp"
+#include "ktune/epilogue/spec.hpp"
+#include "ktune/problem.hpp"
+#include "ktune/types.hpp"
+
+#ifndef KTUNE_VERSION_STRING
+#define KTUNE_VERSION_STRING "0.1.0"
+#endif
+
+namespace ktune::tuner {
+
+// The ktune version written into (and required of) every cache entry.
+inline constexpr std::string_view ktune_version = KTUNE_VERSION_STRING;
+
+enum class OpKind : std::uint8_t { gemm = 0 };
+constexpr std::string_view to_string(OpKind o) { return o == OpKind::gemm ? "gemm" : "?"; }
+
+// How M enters the key. `pow2` rounds M up to the next power of two, so an application with many
+// different M (variable batch × sequence) tunes once per octave instead of once per M; the tuning
+// itself runs on the M of the first call that lands in the bucket.
+enum class MBucketing : std::uint8_t { exact = 0, pow2 = 1 };
+constexpr std::string_view to_string(MBucketing b) { return b == MBucketing::pow2 ? "pow2" : "exact"; }
+
+constexpr std::int64_t bucket_m(std::int64_t m, MBucketing b) {
+  if (b == MBucketing::exact || m <= 1) return m;
+  return static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(m)));
+}
+
+// Epilogue kind flags, matching EpilogueSpec::tag() exactly (see epilogue_tag()).
+namespace epi {
+inline constexpr std::uint8_t alpha = 1;     // alpha != 1, beta == 0      ("alpha")
+inline constexpr std::uint8_t beta = 2;      // beta != 0 (reads C)        ("ab")
+inline constexpr std::uint8_t bias = 4;      //                            ("bias")
+inline constexpr std::uint8_t residual = 8;  //                            ("res")
+inline constexpr std::uint8_t clamp = 16;    //                            ("clamp")
+}  // namespace epi
+
+struct ProblemKey {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t batch = 1;
+  OpKind op = OpKind::gemm;
+  DType ab_type = DType::f16;
+  DType d_type = DType::f16;
+  MathOp math = MathOp::mma_f16;
+  Layout a_layout = Layout::row;
+  Layout b_layout = Layout::row;
+  std::uint8_t epi_flags = 0;
+  Activation activation = Activation::none;
+  MBucketing m_bucketing = MBucketing::exact;
+  std::uint8_t align_a = 1, align_b = 1, align_d = 1;  // vector widths in elements
+
+  friend constexpr bool operator==(const ProblemKey&, const ProblemKey&) = default;
+};
+
+namespace detail {
+constexpr std::uint64_t mix64(std::uint64_t x) {  // splitmix64 finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+constexpr std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 0xcbf29ce484222325ull) {
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+}  // namespace detail
+
+// Field-wise hash (padding never enters it).
+constexpr std::uint64_t hash_value(const ProblemKey& k) {
+  const std::uint64_t small = std::uint64_t(k.op) | std::uint64_t(k.ab_type) << 8 | std::uint64_t(k.d_type) << 16 |
+                              std::uint64_t(k.math) << 24 | std::uint64_t(k.a_layout) << 32 |
+                              std::uint64_t(k.b_layout) << 36 | std::uint64_t(k.epi_flags) << 40 |
+                              std::uint64_t(k.activation) << 48 | std::uint64_t(k.m_bucketing) << 56 |
+                              std::uint64_t(k.align_a & 0x1f) << 59;
+  std::uint64_t h = detail::mix64(small ^ (std::uint64_t(k.align_b) << 5 | std::uint64_t(k.align_d) << 13));
+  h = detail::mix64(h ^ static_cast<std::uint64_t>(k.m));
+  h = detail::mix64(h ^ static_cast<std::uint64_t>(k.n));
+  h = detail::mix64(h ^ static_cast<std::uint64_t>(k.k));
+  h = detail::mix64(h ^ static_cast<std::uint64_t>(k.batch));
+  return h;
+}
+
+struct ProblemKeyHash {
+  std::size_t operator()(const ProblemKey& k) const noexcept { return static_cast<std::size_t>(hash_value(k)); }
+};
+
+constexpr std::uint8_t epilogue_flags(const EpilogueSpec& e) {
+  std::uint8_t f = 0;
+  if (e.alpha != 1.0f || e.beta != 0.0f) f |= e.beta != 0.0f ? epi::beta : epi::alpha;
+  if (e.bias) f |= epi::bias;
+  if (e.residual) f |= epi::residual;
+  if (e.clamp) f |= epi::clamp;
+  return f;
+}
+
+// The key of a (validated) problem. No allocation, no string building: safe for the hot path.
+inline ProblemKey make_key(const GemmDesc& d, const GemmAlignment& al, MBucketing b = MBucketing::exact) {
+  ProblemKey k;
+  k.m = bucket_m(d.m, b);
+  k.n = d.n;
+  k.k = d.k;
+  k.batch = 1;
+  k.op = OpKind::gemm;
+  k.ab_type = d.ab_type;
+  k.d_type = d.d_type;
+  k.math = required_math(d);
+  k.a_layout = d.a_layout;
+  k.b_layout = d.b_layout;
+  k.epi_flags = epilogue_flags(d.epilogue);
+  k.activation = d.epilogue.activation;
+  k.m_bucketing = b;
+  k.align_a = static_cast<std::uint8_t>(al.a);
+  k.align_b = static_cast<std::uint8_t>(al.b);
+  k.align_d = static_cast<std::uint8_t>(al.d);
+  return k;
+}
+
+// A problem description that has this key (used to re-check cache entries with can_implement, to
+// tune pending keys and to pre-tune offline). Epilogue values are representative: alpha 1.5 /
+// beta 0.5 when the flags ask for them, clamp [-4, 4].
+inline GemmDesc desc_of(const ProblemKey& k) {
+  GemmDesc d;
+  d.m = k.m;
+  d.n = k.n;
+  d.k = k.k;
+  d.ab_type = k.ab_type;
+  d.d_type = k.d_type;
+  d.a_layout = k.a_layout;
+  d.b_layout = k.b_layout;
+  d.compute = k.math == MathOp::mma_tf32 ? Compute::tf32 : Compute::f32;
+  EpilogueSpec& e = d.epilogue;
+  if (k.epi_flags & epi::alpha) e.alpha = 1.5f;
+  if (k.epi_flags & epi::beta) {
+    e.alpha = 1.5f;
+    e.beta = 0.5f;
+  }
+  e.bias = (k.epi_flags & epi::bias) != 0;
+  e.residual = (k.epi_flags & epi::residual) != 0;
+  e.clamp = (k.epi_flags & epi::clamp) != 0;
+  if (e.clamp) {
+    e.clamp_lo = -4.0f;
+    e.clamp_hi = 4.0f;
+  }
+  e.activation = k.activation;
+  return resolved(d);
+}
+
+inline GemmAlignment alignment_of(const ProblemKey& k) { return GemmAlignment{k.align_a, k.align_b, k.align_d}; }
+
+// The epilogue tag of a key, identical to EpilogueSpec::tag() of any spec with these flags.
+inline std::string epilogue_tag(std::uint8_t flags, Activation act) {
+  std::string s;
+  auto add = [&](std::string_view p) {
+    if (!s.empty()) s += '_';
+    s += p;
+  };
+  if (flags & epi::beta) add("ab");
+  else if (flags & epi::alpha) add("alpha");
+  if (flags & epi::bias) add("bias");
+  if (flags & epi::residual) add("res");
+  if (act != Activation::none) add(to_string(act));
+  if (flags & epi::clamp) add("clamp");
+  return s.empty() ? "identity" : s;
+}
+
+// Inverse of epilogue_tag; accepts only the canonical spelling (so every tag has one key).
+inline bool parse_epilogue_tag(std::string_view tag, std::uint8_t& flags, Activation& act) {
+  flags = 0;
+  act = Activation::none;
+  if (tag == "identity") return true;
+  std::string_view rest = tag;
+  auto take = [&](std::string_view word) {
+    if (rest.substr(0, word.size()) != word) return false;
+    if (rest.size() > word.size() && rest[word.size()] != '_') return false;
+    rest.remove_prefix(std::min(rest.size(), word.size() + 1));
+    return true;
+  };
+  if (take("ab")) flags |= epi::beta;
+  else if (take("alpha")) flags |= epi::alpha;
+  if (take("bias")) flags |= epi::bias;
+  if (take("res")) flags |= epi::residual;
+  for (Activation a : {Activation::relu, Activation::gelu_tanh, Activation::gelu_erf, Activation::silu})
+    if (take(to_string(a))) {
+      act = a;
+      break;
+    }
+  if (take("clamp")) flags |= epi::clamp;
+  return rest.empty() && !tag.empty() && epilogue_tag(flags, act) == tag;
+}
+
+// One-line readable form for logs, e.g. "gemm bf16->bf16 mma_bf16 tn bias_relu m=4096 n=4096 k=4096 al=8/8/8".
+inline std::string to_string(const ProblemKey& k) {
+  std::string s(to_string(k.op));
+  s += ' ';
+  s += to_string(k.ab_type);
+  s += "->";
+  s += to_string(k.d_type);
+  s += ' ';
+  s += to_string(k.math);
+  s += ' ';
+  s += layout_letter(k.a_layout);
+  s += layout_letter(k.b_layout);
+  s += ' ';
+  s += epilogue_tag(k.epi_flags, k.activation);
+  s += " m=";
+  if (k.m_bucketing == MBucketing::pow2) s += "<=";
+  s += std::to_string(k.m) + " n=" + std::to_string(k.n) + " k=" + std::to_string(k.k);
+  if (k.batch != 1) s += " batch=" + std::to_string(k.batch);
+  s += " al=" + std::to_string(k.align_a) + "/" + std::to_string(k.align_b) + "/" + std::to_string(k.align_d);
+  return s;
+}
+
+// Hash of the instance table's contents (family and instance names, order-independent), as 16 hex
+// digits. A cache written by a build with a different set of instances is not applied: a faster
+// instance may have been added since.
+inline std::string family_hash(const GemmTable& table) {
+  std::vector<std::string> names;
+  names.reserve(table.size());
+  for (const auto& e : table.entries()) names.push_back(std::string(e.family) + "/" + std::string(e.name));
+  std::sort(names.begin(), names.end());
+  std::uint64_t h = detail::fnv1a("ktune-families-v1");
+  for (const auto& n : names) h = detail::fnv1a(n, detail::fnv1a("\n", h));
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<std::size_t>(i)] = hex[h & 15];
+  return out;
+}
+
+}  // namespace ktune::tuner
