@@ -1,0 +1,828 @@
+// ktune/tuner/tuner.hpp — the runtime tuner: benchmark once per problem key, validate, pin the
+// fastest, persist; constant-time lookup afterwards.
+//
+// select(desc, ops, stream) for a key seen before (the hot path): cudaGetDevice-equivalent, alignment
+// classes, a POD key and its hash, one shared-lock hash-map lookup, one atomic load. No allocation,
+// no string building.
+//
+// For a new key (policy Tune):
+//   1. the persistent cache is consulted (entry for this device fingerprint, ktune version and
+//      instance table, naming an instance that exists and accepts the problem);
+//   2. otherwise candidates = the table entries whose can_implement accepts; ranked by the cost model
+//      (default: heuristic_cost), top-k kept, the rest logged as pruned by model;
+//   3. each is run once on scratch buffers (never the caller's: the backend owns synthetic inputs and
+//      its own output) and compared with a reference; failures are excluded and logged;
+//   4. the valid ones are timed (median of adaptive repeats) within the key's time budget;
+//   5. the fastest wins, near-ties (within tie_band) going to fewer resources, then the name;
+//   6. the winner is pinned in memory and added to the cache (saved at once when a path is set).
+// Many threads asking for the same new key: one tunes, the others wait on that key's mutex and then
+// read its winner. Different keys are independent; measurements on one device are serialised so
+// they do not disturb each other's timings.
+//
+// While the caller's stream is capturing a CUDA graph nothing is benchmarked or synchronised: the
+// call gets the cached or heuristic instance and the key is remembered; tune_pending() tunes those.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ktune/arch.hpp"
+#include "ktune/dispatch.hpp"
+#include "ktune/gemm/heuristic.hpp"
+#include "ktune/problem.hpp"
+#include "ktune/status.hpp"
+#include "ktune/tuner/backend.hpp"
+#include "ktune/tuner/cache.hpp"
+#include "ktune/tuner/key.hpp"
+#include "ktune/tuner/report.hpp"
+#include "ktune/tuner/timing.hpp"
+
+namespace ktune::tuner {
+
+enum class Policy : std::uint8_t {
+  tune,        // benchmark new keys (default)
+  heuristic,   // never benchmark: cost-model rank 1 (cache entries are ignored)
+  cache_only,  // never benchmark: the cache entry when there is one, else cost-model rank 1
+};
+
+constexpr std::string_view to_string(Policy p) {
+  switch (p) {
+    case Policy::tune: return "tune";
+    case Policy::heuristic: return "heuristic";
+    case Policy::cache_only: return "cache_only";
+  }
+  return "?";
+}
+
+// Lower is better. Must not throw; NaN counts as +∞.
+using CostModel = std::function<double(const GemmKernelEntry&, const GemmDesc&, const DeviceInfo&)>;
+using LogSink = std::function<void(LogLevel, std::string_view)>;
+using ReportCallback = std::function<void(const TuningReport&)>;
+
+struct TunerOptions {
+  Policy policy = Policy::tune;
+  int max_candidates = 32;        // top-k by cost model that are measured; ≤ 0: all
+  double max_ms_per_key = 2000;   // wall-clock budget for measuring one key; ≤ 0: none (≥ 1 candidate is always measured)
+  double max_launch_ms = 1000;    // a candidate whose single run takes longer is excluded
+  double tie_band = 0.02;         // relative; within it, fewer resources then the name win
+  RepeatPolicy repeats{};
+  Tolerances tolerances{};
+  MBucketing m_bucketing = MBucketing::exact;
+  std::string cache_path;         // empty: nothing persisted. Loaded at first use.
+  bool autosave = true;           // save after each newly tuned key (when cache_path is set)
+  LogLevel log_level = LogLevel::warn;
+  LogSink log_sink;               // default: stderr, "[ktune] " prefix
+  ReportCallback on_report;       // every decision for a new key (tuned, cache, heuristic, deferred)
+  CostModel cost_model;           // default: ktune::heuristic_cost
+};
+
+// KTUNE_CACHE=<path>, KTUNE_LOG=off|warn|info|verbose, KTUNE_TUNING=full|heuristic|off (off: cache
+// entries only, never benchmark), KTUNE_M_BUCKETS=exact|pow2. Unknown values keep `base`'s setting
+// and add a warning.
+inline TunerOptions options_from_env(TunerOptions base, const std::function<const char*(const char*)>& getenv_fn,
+                                     std::vector<std::string>* warnings = nullptr) {
+  auto warn = [&](std::string w) {
+    if (warnings) warnings->push_back(std::move(w));
+  };
+  if (const char* v = getenv_fn("KTUNE_CACHE"); v != nullptr) base.cache_path = v;
+  if (const char* v = getenv_fn("KTUNE_LOG"); v != nullptr && *v) {
+    const std::string_view s(v);
+    if (s == "off" || s == "0") base.log_level = LogLevel::off;
+    else if (s == "warn" || s == "warning") base.log_level = LogLevel::warn;
+    else if (s == "info" || s == "1") base.log_level = LogLevel::info;
+    else if (s == "verbose" || s == "2") base.log_level = LogLevel::verbose;
+    else warn("KTUNE_LOG='" + std::string(s) + "' is not one of off, warn, info, verbose; ignored");
+  }
+  if (const char* v = getenv_fn("KTUNE_TUNING"); v != nullptr && *v) {
+    const std::string_view s(v);
+    if (s == "full" || s == "tune" || s == "on") base.policy = Policy::tune;
+    else if (s == "heuristic") base.policy = Policy::heuristic;
+    else if (s == "off" || s == "cache" || s == "cache_only") base.policy = Policy::cache_only;
+    else warn("KTUNE_TUNING='" + std::string(s) + "' is not one of full, heuristic, off; ignored");
+  }
+  if (const char* v = getenv_fn("KTUNE_M_BUCKETS"); v != nullptr && *v) {
+    const std::string_view s(v);
+    if (s == "exact") base.m_bucketing = MBucketing::exact;
+    else if (s == "pow2") base.m_bucketing = MBucketing::pow2;
+    else warn("KTUNE_M_BUCKETS='" + std::string(s) + "' is not one of exact, pow2; ignored");
+  }
+  return base;
+}
+
+inline TunerOptions options_from_env(TunerOptions base = {}, std::vector<std::string>* warnings = nullptr) {
+  return options_from_env(std::move(base), [](const char* n) -> const char* { return std::getenv(n); }, warnings);
+}
+
+class Tuner {
+ public:
+  static constexpr int max_devices = 64;
+
+  explicit Tuner(std::shared_ptr<TuningBackend> backend, const GemmTable* table = &gemm_table(), TunerOptions opt = {})
+      : backend_(std::move(backend)), table_(table), opt_(std::move(opt)) {
+    bucketing_.store(opt_.m_bucketing, std::memory_order_relaxed);
+  }
+  Tuner(const Tuner&) = delete;
+  Tuner& operator=(const Tuner&) = delete;
+
+  // ---- The dispatch entry point -----------------------------------------------------------------------
+
+  // The instance to run this (validated) problem with. Tunes the key on first use (see the header).
+  // `ops` is only used for its alignment: tuning never touches the caller's buffers.
+  Status select(const GemmDesc& desc, const GemmOperands& ops, cudaStream_t stream, const GemmKernelEntry*& out) {
+    out = nullptr;
+    int ordinal = -1;
+    if (Status s = backend_->current_device(ordinal); !s.ok()) return s;
+    DeviceContext* ctx = context_fast(ordinal);
+    const GemmAlignment al = alignment_of(desc, ops);
+    const ProblemKey key = make_key(desc, al, bucketing_.load(std::memory_order_relaxed));
+    if (ctx != nullptr) {
+      std::shared_lock lock(ctx->mu);
+      auto it = ctx->slots.find(key);
+      if (it != ctx->slots.end()) {
+        if (const GemmKernelEntry* w = it->second->winner.load(std::memory_order_acquire)) {
+          out = w;
+          return {};
+        }
+      }
+    }
+    return guarded([&] { return select_slow(ordinal, resolved(desc), al, key, stream, out); });
+  }
+
+  // The pinned instance for this problem on the current device, or nullptr. Never tunes.
+  const GemmKernelEntry* lookup(const GemmDesc& desc, const GemmOperands& ops) {
+    int ordinal = -1;
+    if (!backend_->current_device(ordinal).ok()) return nullptr;
+    DeviceContext* ctx = context_fast(ordinal);
+    if (ctx == nullptr) return nullptr;
+    const ProblemKey key = make_key(desc, alignment_of(desc, ops), bucketing_.load(std::memory_order_relaxed));
+    std::shared_lock lock(ctx->mu);
+    auto it = ctx->slots.find(key);
+    return it == ctx->slots.end() ? nullptr : it->second->winner.load(std::memory_order_acquire);
+  }
+
+  // ---- Explicit tuning -----------------------------------------------------------------------------------
+
+  // Tune `desc` with alignment class `al` on the current device now (offline pre-tuning, explain).
+  // Already pinned keys are only re-measured with `force`. The report (optional) has every candidate.
+  Status tune(const GemmDesc& desc, const GemmAlignment& al, TuningReport* report = nullptr, bool force = false) {
+    return guarded([&]() -> Status {
+      int ordinal = -1;
+      KTUNE_RETURN_IF_ERROR(backend_->current_device(ordinal));
+      const GemmDesc d = resolved(desc);
+      KTUNE_RETURN_IF_ERROR(check_shape(d));
+      DeviceContext* ctx = nullptr;
+      KTUNE_RETURN_IF_ERROR(context(ordinal, ctx));
+      const TunerOptions opt = options();
+      const ProblemKey key = make_key(d, al, opt.m_bucketing);
+      std::shared_ptr<Slot> slot = slot_for(*ctx, key);
+      std::lock_guard lock(slot->mu);
+      if (!force && slot->winner.load(std::memory_order_acquire) != nullptr) {
+        if (report) {
+          *report = TuningReport{};
+          report->key = key;
+          report->device = ordinal;
+          report->device_name = ctx->info.name;
+          report->source = slot->source;
+          report->winner = std::string(slot->winner.load()->name);
+        }
+        return {};
+      }
+      const GemmKernelEntry* w = nullptr;
+      return tune_locked(*ctx, *slot, d, al, key, opt, w, report);
+    });
+  }
+
+  // Tune the keys first met while their stream was capturing. Returns the first error (others are
+  // still attempted); `tuned` (optional) counts the keys tuned now.
+  Status tune_pending(std::size_t* tuned = nullptr) {
+    std::vector<Pending> work;
+    {
+      std::lock_guard lock(pending_mu_);
+      work.swap(pending_);
+    }
+    Status first;
+    std::size_t n = 0;
+    for (const Pending& p : work) {
+      Status s = guarded([&]() -> Status {
+        DeviceContext* ctx = nullptr;
+        KTUNE_RETURN_IF_ERROR(context(p.device, ctx));
+        std::shared_ptr<Slot> slot = slot_for(*ctx, p.key);
+        std::lock_guard lock(slot->mu);
+        if (slot->winner.load(std::memory_order_acquire) != nullptr) return {};
+        const GemmKernelEntry* w = nullptr;
+        Status st = tune_locked(*ctx, *slot, p.desc, p.al, p.key, options(), w, nullptr);
+        if (st.ok()) ++n;
+        return st;
+      });
+      if (!s.ok() && first.ok()) first = s;
+    }
+    if (tuned) *tuned = n;
+    return first;
+  }
+
+  std::size_t pending_count() const {
+    std::lock_guard lock(pending_mu_);
+    return pending_.size();
+  }
+
+  // Force an instance for a problem on the current device (it must accept the problem).
+  Status pin(const GemmDesc& desc, const GemmAlignment& al, std::string_view instance) {
+    return guarded([&]() -> Status {
+      int ordinal = -1;
+      KTUNE_RETURN_IF_ERROR(backend_->current_device(ordinal));
+      DeviceContext* ctx = nullptr;
+      KTUNE_RETURN_IF_ERROR(context(ordinal, ctx));
+      const GemmDesc d = resolved(desc);
+      const GemmKernelEntry* e = table_->find(instance);
+      if (e == nullptr) return error(StatusCode::no_instance, "no instance named " + std::string(instance));
+      KTUNE_RETURN_IF_ERROR(can_implement(*e, d, al, &ctx->info));
+      const ProblemKey key = make_key(d, al, bucketing_.load(std::memory_order_relaxed));
+      std::shared_ptr<Slot> slot = slot_for(*ctx, key);
+      std::lock_guard lock(slot->mu);
+      slot->source = Source::pinned;
+      slot->winner.store(e, std::memory_order_release);
+      return {};
+    });
+  }
+
+  // ---- Cache ----------------------------------------------------------------------------------------------
+
+  // Merge a cache file into the in-memory cache (entries for other devices/builds are kept, not applied).
+  Status load_cache(const std::string& path) {
+    std::vector<std::string> warnings;
+    Status s;
+    {
+      std::lock_guard lock(store_mu_);
+      s = load_cache_file(path, store_, warnings);
+    }
+    for (const auto& w : warnings) log(LogLevel::warn, w);
+    return s;
+  }
+
+  // Merge with the file on disk and replace it atomically. Empty path: the configured cache_path.
+  Status save_cache(const std::string& path = {}) {
+    const std::string p = path.empty() ? options().cache_path : path;
+    if (p.empty()) return error(StatusCode::invalid_argument, "no cache path (set KTUNE_CACHE or TunerOptions::cache_path)");
+    std::vector<std::string> warnings;
+    Status s;
+    {
+      std::lock_guard lock(store_mu_);
+      s = save_cache_file(p, store_, warnings);
+    }
+    for (const auto& w : warnings) log(LogLevel::warn, w);
+    return s;
+  }
+
+  // A copy of the in-memory cache (every entry, for every device and build).
+  CacheStore cache_snapshot() const {
+    std::lock_guard lock(store_mu_);
+    return store_;
+  }
+
+  // ---- Management -----------------------------------------------------------------------------------------
+
+  TunerOptions options() const {
+    std::lock_guard lock(opt_mu_);
+    return opt_;
+  }
+  // New options apply to keys decided from now on; pinned keys stay pinned (see reset()).
+  void set_options(TunerOptions o) {
+    std::lock_guard lock(opt_mu_);
+    bucketing_.store(o.m_bucketing, std::memory_order_relaxed);
+    opt_ = std::move(o);
+  }
+
+  // Forget every pinned key (the in-memory cache and the pending list stay).
+  void reset() {
+    for (auto& d : devices_) {
+      DeviceContext* ctx = d.load(std::memory_order_acquire);
+      if (ctx == nullptr) continue;
+      std::unique_lock lock(ctx->mu);
+      ctx->slots.clear();
+    }
+  }
+
+  void release_scratch() { backend_->release_scratch(); }
+
+  struct Counters {
+    std::uint64_t misses = 0;      // calls that took the slow path
+    std::uint64_t tunings = 0;     // keys measured
+    std::uint64_t from_cache = 0;  // keys pinned from the persistent cache
+    std::uint64_t heuristic = 0;   // keys decided by the cost model (incl. deferred, fallback)
+    std::uint64_t deferred = 0;    // calls made while capturing that found no pinned instance
+  };
+  Counters counters() const {
+    Counters c;
+    c.misses = misses_.load(std::memory_order_relaxed);
+    c.tunings = tunings_.load(std::memory_order_relaxed);
+    c.from_cache = from_cache_.load(std::memory_order_relaxed);
+    c.heuristic = heuristic_.load(std::memory_order_relaxed);
+    c.deferred = deferred_.load(std::memory_order_relaxed);
+    return c;
+  }
+
+  const GemmTable& table() const { return *table_; }
+  TuningBackend& backend() { return *backend_; }
+
+  // The cache identity of a device (fingerprint, version, instance-table hash).
+  Status identity(int ordinal, CacheIdentity& out) {
+    DeviceContext* ctx = nullptr;
+    KTUNE_RETURN_IF_ERROR(context(ordinal, ctx));
+    out = ctx->id;
+    return {};
+  }
+
+  // Candidates ranked by the cost model (best first); exposed for explain tools.
+  std::vector<const GemmKernelEntry*> ranked_candidates(const GemmDesc& d, const GemmAlignment& al, const DeviceInfo& dev,
+                                                        const CostModel& cost, std::vector<std::string>* why_not = nullptr) const {
+    std::vector<const GemmKernelEntry*> c = table_->candidates(d, al, &dev, why_not);
+    std::vector<std::pair<double, const GemmKernelEntry*>> scored;
+    scored.reserve(c.size());
+    for (const GemmKernelEntry* e : c) {
+      double x = cost ? cost(*e, d, dev) : heuristic_cost(*e, d, dev);
+      if (std::isnan(x)) x = std::numeric_limits<double>::infinity();
+      scored.emplace_back(x, e);
+    }
+    std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second->name < b.second->name;
+    });
+    for (std::size_t i = 0; i < scored.size(); ++i) c[i] = scored[i].second;
+    return c;
+  }
+
+ private:
+  struct Slot {
+    std::mutex mu;  // held while this key is decided
+    std::atomic<const GemmKernelEntry*> winner{nullptr};
+    Source source = Source::tuned;  // guarded by mu
+  };
+  struct DeviceContext {
+    int ordinal = -1;
+    DeviceInfo info;
+    CacheIdentity id;
+    mutable std::shared_mutex mu;
+    std::unordered_map<ProblemKey, std::shared_ptr<Slot>, ProblemKeyHash> slots;
+    std::mutex bench_mu;  // one measurement at a time on this device
+  };
+  struct Pending {
+    int device;
+    ProblemKey key;
+    GemmDesc desc;
+    GemmAlignment al;
+  };
+
+  std::shared_ptr<TuningBackend> backend_;
+  const GemmTable* table_;
+  mutable std::mutex opt_mu_;
+  TunerOptions opt_;
+  std::atomic<MBucketing> bucketing_{MBucketing::exact};
+
+  std::array<std::atomic<DeviceContext*>, max_devices> devices_{};
+  std::mutex devices_mu_;
+  std::vector<std::unique_ptr<DeviceContext>> owned_;
+
+  mutable std::mutex store_mu_;
+  CacheStore store_;
+  std::once_flag cache_loaded_;
+  std::atomic<bool> cache_writable_{true};
+
+  mutable std::mutex pending_mu_;
+  std::vector<Pending> pending_;
+
+  std::atomic<std::uint64_t> misses_{0}, tunings_{0}, from_cache_{0}, heuristic_{0}, deferred_{0};
+
+  using Clock = std::chrono::steady_clock;
+  static double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+  template <class F>
+  Status guarded(F&& f) noexcept {
+    try {
+      return f();
+    } catch (const std::exception& e) {
+      return error(StatusCode::internal, std::string("ktune tuner: ") + e.what());
+    } catch (...) {
+      return error(StatusCode::internal, "ktune tuner: unknown exception");
+    }
+  }
+
+  void log(LogLevel level, std::string_view msg) {
+    LogSink sink;
+    {
+      std::lock_guard lock(opt_mu_);
+      if (level > opt_.log_level || opt_.log_level == LogLevel::off) return;
+      sink = opt_.log_sink;
+    }
+    if (sink) {
+      sink(level, msg);
+    } else {
+      static std::mutex stderr_mu;
+      std::lock_guard lock(stderr_mu);
+      std::fprintf(stderr, "[ktune] %.*s\n", static_cast<int>(msg.size()), msg.data());
+    }
+  }
+  bool logs(LogLevel level) const {
+    std::lock_guard lock(opt_mu_);
+    return opt_.log_level != LogLevel::off && level <= opt_.log_level;
+  }
+
+  static Status check_shape(const GemmDesc& d) {
+    constexpr std::int64_t max_dim = (std::int64_t{1} << 31) - 1;
+    if (d.m <= 0 || d.n <= 0 || d.k <= 0 || d.m > max_dim || d.n > max_dim || d.k > max_dim)
+      return error(StatusCode::invalid_argument, "GEMM dimensions must be in [1, 2^31)");
+    if (d.ab_type != DType::f32 && d.compute == Compute::tf32)
+      return error(StatusCode::unsupported, "compute tf32 needs f32 operands");
+    return {};
+  }
+
+  DeviceContext* context_fast(int ordinal) const {
+    if (ordinal < 0 || ordinal >= max_devices) return nullptr;
+    return devices_[static_cast<std::size_t>(ordinal)].load(std::memory_order_acquire);
+  }
+
+  // The device's context, created (device facts, cache loaded) on first use.
+  Status context(int ordinal, DeviceContext*& out) {
+    out = context_fast(ordinal);
+    if (out != nullptr) return {};
+    if (ordinal < 0 || ordinal >= max_devices)
+      return error(StatusCode::no_device, "device ordinal " + std::to_string(ordinal) + " out of range");
+    ensure_cache_loaded();
+    std::unique_lock lock(devices_mu_);
+    out = context_fast(ordinal);
+    if (out != nullptr) return {};
+    auto ctx = std::make_unique<DeviceContext>();
+    ctx->ordinal = ordinal;
+    KTUNE_RETURN_IF_ERROR(backend_->device_info(ordinal, ctx->info));
+    ctx->id = CacheIdentity{ctx->info.fingerprint(), std::string(ktune_version), family_hash(*table_)};
+    CacheStore::Applicability a;
+    {
+      std::lock_guard slock(store_mu_);
+      a = store_.applicability(ctx->id);
+    }
+    const std::string name = ctx->info.name;
+    out = ctx.get();
+    owned_.push_back(std::move(ctx));
+    devices_[static_cast<std::size_t>(ordinal)].store(out, std::memory_order_release);
+    lock.unlock();  // no user callbacks (log sink) under devices_mu_
+    if (a.other_device + a.other_version + a.other_families > 0)
+      log(LogLevel::warn, "tuning cache: " + std::to_string(a.applicable) + " entries apply to device " +
+                              std::to_string(ordinal) + " (" + name + ") and this build; skipped (not applied): " +
+                              std::to_string(a.other_device) + " for another device or driver, " +
+                              std::to_string(a.other_version) + " from another ktune version, " +
+                              std::to_string(a.other_families) + " for another instance set");
+    else if (a.applicable > 0)
+      log(LogLevel::info, "tuning cache: " + std::to_string(a.applicable) + " entries apply to device " + std::to_string(ordinal));
+    return {};
+  }
+
+  void ensure_cache_loaded() {
+    std::call_once(cache_loaded_, [&] {
+      const std::string path = options().cache_path;
+      if (path.empty()) return;
+      std::vector<std::string> warnings;
+      CacheFileKind kind = CacheFileKind::empty;
+      {
+        std::lock_guard lock(store_mu_);
+        (void)load_cache_file(path, store_, warnings, &kind);
+      }
+      cache_writable_.store(kind == CacheFileKind::empty || kind == CacheFileKind::cache);
+      for (const auto& w : warnings) log(LogLevel::warn, w);
+    });
+  }
+
+  std::shared_ptr<Slot> slot_for(DeviceContext& ctx, const ProblemKey& key) {
+    {
+      std::shared_lock lock(ctx.mu);
+      auto it = ctx.slots.find(key);
+      if (it != ctx.slots.end()) return it->second;
+    }
+    std::unique_lock lock(ctx.mu);
+    auto& s = ctx.slots[key];
+    if (!s) s = std::make_shared<Slot>();
+    return s;
+  }
+
+  // The cache's instance for this key on this device, if it exists, is in the table and accepts the
+  // problem. Anything else is ignored with a warning (never applied).
+  const GemmKernelEntry* from_cache(DeviceContext& ctx, const ProblemKey& key, const GemmDesc& d, const GemmAlignment& al,
+                                    double* ms) {
+    std::string name;
+    {
+      std::lock_guard lock(store_mu_);
+      const CacheEntry* e = store_.find(key, ctx.id);
+      if (e == nullptr) return nullptr;
+      name = e->instance;
+      if (ms) *ms = e->ms;
+    }
+    const GemmKernelEntry* inst = table_->find(name);
+    if (inst == nullptr) {
+      log(LogLevel::warn, "tuning cache entry for " + to_string(key) + " names instance '" + name +
+                              "', which this build does not have; ignoring it");
+      return nullptr;
+    }
+    if (Status s = can_implement(*inst, d, al, &ctx.info); !s.ok()) {
+      log(LogLevel::warn, "tuning cache entry for " + to_string(key) + " names instance '" + name +
+                              "', which cannot run it (" + s.message() + "); ignoring it");
+      return nullptr;
+    }
+    return inst;
+  }
+
+  Status no_candidates_error(const GemmDesc& d, const GemmAlignment& al) const {
+    bool math_layout_exists = false;
+    for (const auto& e : table_->entries())
+      math_layout_exists |= e.config.math == required_math(d) && e.config.a_layout == d.a_layout && e.config.b_layout == d.b_layout;
+    if (!math_layout_exists)
+      return error(StatusCode::unsupported, "no instance computes " + std::string(to_string(required_math(d))) +
+                                                " with layout " + layout_letter(d.a_layout) + layout_letter(d.b_layout));
+    return error(StatusCode::no_instance, "no instance accepts this problem on this device (A allows " + std::to_string(al.a) +
+                                              "-element vectors, B " + std::to_string(al.b) + ")");
+  }
+
+  void publish(const TuningReport& r, const TunerOptions& opt) {
+    const LogLevel level = r.source == Source::fallback ? LogLevel::warn : LogLevel::info;
+    if (logs(level)) log(level, summary_line(r));
+    if (logs(LogLevel::verbose) && !r.records.empty())
+      for (const auto& l : tactic_lines(r)) log(LogLevel::verbose, l);
+    if (opt.on_report) opt.on_report(r);
+  }
+
+  TuningReport base_report(const DeviceContext& ctx, const ProblemKey& key, Source src) const {
+    TuningReport r;
+    r.key = key;
+    r.device = ctx.ordinal;
+    r.device_name = ctx.info.name;
+    r.source = src;
+    return r;
+  }
+
+  Status select_slow(int ordinal, const GemmDesc& d, const GemmAlignment& al, const ProblemKey& key, cudaStream_t stream,
+                     const GemmKernelEntry*& out) {
+    misses_.fetch_add(1, std::memory_order_relaxed);
+    DeviceContext* ctx = nullptr;
+    KTUNE_RETURN_IF_ERROR(context(ordinal, ctx));
+    const TunerOptions opt = options();
+    std::shared_ptr<Slot> slot = slot_for(*ctx, key);
+    if (const GemmKernelEntry* w = slot->winner.load(std::memory_order_acquire)) {
+      out = w;
+      return {};
+    }
+    const bool capturing = opt.policy == Policy::tune && backend_->is_capturing(stream);
+    std::unique_lock lock(slot->mu, std::defer_lock);
+    if (capturing) {
+      if (!lock.try_lock()) return deferred(*ctx, d, al, key, opt, out, /*remember=*/false);  // being tuned right now
+    } else {
+      lock.lock();  // another thread may be tuning this key: wait for its result
+    }
+    if (const GemmKernelEntry* w = slot->winner.load(std::memory_order_acquire)) {
+      out = w;
+      return {};
+    }
+    const auto t0 = Clock::now();
+    if (opt.policy != Policy::heuristic) {
+      double ms = 0;
+      if (const GemmKernelEntry* e = from_cache(*ctx, key, d, al, &ms)) {
+        slot->source = Source::cache;
+        slot->winner.store(e, std::memory_order_release);
+        from_cache_.fetch_add(1, std::memory_order_relaxed);
+        TuningReport r = base_report(*ctx, key, Source::cache);
+        r.winner = std::string(e->name);
+        r.winner_ms = ms;
+        r.winner_tflops = tflops_of(2.0 * double(d.m) * double(d.n) * double(d.k), ms);
+        r.tuning_ms = ms_since(t0);
+        publish(r, opt);
+        out = e;
+        return {};
+      }
+    }
+    if (opt.policy != Policy::tune) {
+      std::vector<const GemmKernelEntry*> ranked = ranked_candidates(d, al, ctx->info, opt.cost_model);
+      if (ranked.empty()) return no_candidates_error(d, al);
+      slot->source = Source::heuristic;
+      slot->winner.store(ranked.front(), std::memory_order_release);
+      heuristic_.fetch_add(1, std::memory_order_relaxed);
+      TuningReport r = base_report(*ctx, key, Source::heuristic);
+      r.winner = std::string(ranked.front()->name);
+      r.tuning_ms = ms_since(t0);
+      r.note = "policy " + std::string(to_string(opt.policy));
+      publish(r, opt);
+      out = ranked.front();
+      return {};
+    }
+    if (capturing) return deferred(*ctx, d, al, key, opt, out, /*remember=*/true);
+    return tune_locked(*ctx, *slot, d, al, key, opt, out, nullptr);
+  }
+
+  // Capture in progress: cost-model rank 1, not pinned; the key is remembered for tune_pending().
+  Status deferred(DeviceContext& ctx, const GemmDesc& d, const GemmAlignment& al, const ProblemKey& key,
+                  const TunerOptions& opt, const GemmKernelEntry*& out, bool remember) {
+    deferred_.fetch_add(1, std::memory_order_relaxed);
+    std::vector<const GemmKernelEntry*> ranked = ranked_candidates(d, al, ctx.info, opt.cost_model);
+    if (ranked.empty()) return no_candidates_error(d, al);
+    out = ranked.front();
+    if (!remember) return {};
+    bool added = false;
+    {
+      std::lock_guard lock(pending_mu_);
+      const bool known = std::any_of(pending_.begin(), pending_.end(),
+                                     [&](const Pending& p) { return p.device == ctx.ordinal && p.key == key; });
+      if (!known) {
+        pending_.push_back(Pending{ctx.ordinal, key, d, al});
+        added = true;
+      }
+    }
+    if (added) {
+      heuristic_.fetch_add(1, std::memory_order_relaxed);
+      TuningReport r = base_report(ctx, key, Source::deferred);
+      r.winner = std::string(out->name);
+      r.note = "stream is capturing a CUDA graph: not benchmarked; call ktune::tune_pending() later";
+      publish(r, opt);
+    }
+    return {};
+  }
+
+  // Measure and pin. Caller holds slot.mu.
+  Status tune_locked(DeviceContext& ctx, Slot& slot, const GemmDesc& d, const GemmAlignment& al, const ProblemKey& key,
+                     const TunerOptions& opt, const GemmKernelEntry*& out, TuningReport* report_out) {
+    const auto t0 = Clock::now();
+    const bool verbose = logs(LogLevel::verbose) || static_cast<bool>(opt.on_report) || report_out != nullptr;
+    std::vector<std::string> why_not;
+    std::vector<const GemmKernelEntry*> ranked = ranked_candidates(d, al, ctx.info, opt.cost_model, verbose ? &why_not : nullptr);
+    if (ranked.empty()) return no_candidates_error(d, al);
+
+    TuningReport r = base_report(ctx, key, Source::tuned);
+    const double flops = 2.0 * double(d.m) * double(d.n) * double(d.k);
+    const double tol = opt.tolerances.for_problem(key.math, key.d_type);
+    const std::size_t keep =
+        opt.max_candidates > 0 ? std::min<std::size_t>(ranked.size(), static_cast<std::size_t>(opt.max_candidates)) : ranked.size();
+
+    std::vector<Contender> contenders;
+    std::vector<std::size_t> contender_record;
+    Status session_status;
+    {
+      std::lock_guard bench(ctx.bench_mu);
+      std::unique_ptr<TuningSession> session;
+      session_status = backend_->begin(ctx.ordinal, d, al, std::span<const GemmKernelEntry* const>(ranked), session);
+      if (session_status.ok() && !session) session_status = error(StatusCode::internal, "backend returned no session");
+      if (session_status.ok()) {
+        const auto m0 = Clock::now();
+        double best = std::numeric_limits<double>::infinity();
+        for (std::size_t i = 0; i < keep; ++i) {
+          const GemmKernelEntry& e = *ranked[i];
+          TacticRecord t;
+          t.name = std::string(e.name);
+          t.rank = static_cast<int>(i + 1);
+          const double spent = ms_since(m0);
+          if (opt.max_ms_per_key > 0 && spent >= opt.max_ms_per_key && !contenders.empty()) {
+            t.status = TacticStatus::pruned_by_budget;
+            t.detail = "key budget of " + detail::fmt("%.0f ms", opt.max_ms_per_key) + " spent";
+            r.records.push_back(std::move(t));
+            continue;
+          }
+          Validation v = session->validate(e);
+          t.rel_error = v.rel_error;
+          if (!v.status.ok()) {
+            t.status = TacticStatus::failed_launch;
+            t.detail = v.status.message();
+            r.records.push_back(std::move(t));
+            continue;
+          }
+          if (!(v.rel_error <= tol)) {
+            t.status = TacticStatus::failed_validation;
+            t.detail = "relative error " + detail::fmt("%.2e", v.rel_error) + " > tolerance " + detail::fmt("%.0e", tol);
+            r.records.push_back(std::move(t));
+            continue;
+          }
+          MeasureRequest req;
+          req.repeats = opt.repeats;
+          req.best_ms = best;
+          req.max_launch_ms = opt.max_launch_ms;
+          if (opt.max_ms_per_key > 0) req.budget_ms = std::max(0.0, opt.max_ms_per_key - ms_since(m0)) / double(keep - i);
+          Measurement m = session->measure(e, req);
+          t.repeats = m.repeats;
+          if (!m.status.ok()) {
+            t.status = TacticStatus::failed_launch;
+            t.detail = m.status.message();
+            r.records.push_back(std::move(t));
+            continue;
+          }
+          t.ms = m.ms;
+          t.tflops = tflops_of(flops, m.ms);
+          if (!(m.ms > 0) || !std::isfinite(m.ms)) {
+            t.status = TacticStatus::failed_launch;
+            t.detail = "no valid time";
+          } else if (m.exceeded_bound || m.ms > opt.max_launch_ms) {
+            t.status = TacticStatus::exceeded_time_bound;
+            t.detail = detail::fmt("%.1f ms", m.ms) + " > bound " + detail::fmt("%.1f ms", opt.max_launch_ms);
+          } else if (m.stop == RepeatDecision::slower_than_best) {
+            t.status = TacticStatus::slower_than_best;
+            t.detail = detail::fmt("> %.2fx the best so far", opt.repeats.slow_cutoff);
+          } else {
+            t.status = TacticStatus::measured;
+            best = std::min(best, m.ms);
+            contenders.push_back(Contender{e.name, m.ms, static_cast<long long>(e.resources.threads) * e.resources.smem_bytes,
+                                           contenders.size()});
+            contender_record.push_back(r.records.size());
+            t.detail = "spread " + detail::fmt("%.1f%%", m.spread * 100) + ", stop: " + std::string(to_string(m.stop));
+          }
+          r.records.push_back(std::move(t));
+        }
+        r.scratch_bytes = session->scratch_bytes();
+        r.method = session->describe();
+      }
+    }
+    for (std::size_t i = keep; i < ranked.size(); ++i) {
+      TacticRecord t;
+      t.name = std::string(ranked[i]->name);
+      t.rank = static_cast<int>(i + 1);
+      t.status = TacticStatus::pruned_by_model;
+      t.detail = "rank " + std::to_string(i + 1) + " > max_candidates " + std::to_string(opt.max_candidates);
+      r.records.push_back(std::move(t));
+    }
+    for (auto& w : why_not) {
+      TacticRecord t;
+      const auto colon = w.find(": ");
+      t.name = w.substr(0, colon);
+      t.detail = colon == std::string::npos ? std::string() : w.substr(colon + 2);
+      t.status = TacticStatus::cannot_implement;
+      r.records.push_back(std::move(t));
+    }
+
+    const int win = pick_winner(contenders, opt.tie_band);
+    const GemmKernelEntry* winner = nullptr;
+    if (win >= 0) {
+      winner = table_->find(contenders[static_cast<std::size_t>(win)].name);
+      TacticRecord& wr = r.records[contender_record[static_cast<std::size_t>(win)]];
+      wr.status = TacticStatus::selected;
+      const double fastest = std::min_element(contenders.begin(), contenders.end(),
+                                              [](const Contender& a, const Contender& b) { return a.ms < b.ms; })->ms;
+      if (wr.ms > fastest) wr.detail = "near-tie (within " + detail::fmt("%.1f%%", opt.tie_band * 100) +
+                                       " of the fastest): fewer resources / name; " + wr.detail;
+      r.winner = wr.name;
+      r.winner_ms = wr.ms;
+      r.winner_tflops = wr.tflops;
+      tunings_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      // Nothing measured successfully: run the cost model's choice, but neither persist it nor keep
+      // failing calls slow: pin it in memory for this process.
+      winner = ranked.front();
+      r.source = Source::fallback;
+      r.winner = std::string(winner->name);
+      r.note = session_status.ok() ? "no candidate passed validation and timing; using the cost model's choice"
+                                   : "could not prepare tuning (" + session_status.message() + "); using the cost model's choice";
+      heuristic_.fetch_add(1, std::memory_order_relaxed);
+    }
+    sort_records(r.records);
+    r.tuning_ms = ms_since(t0);
+    slot.source = r.source;
+    slot.winner.store(winner, std::memory_order_release);
+    out = winner;
+    publish(r, opt);
+
+    if (r.source == Source::tuned) {
+      CacheEntry ce;
+      ce.key = key;
+      ce.id = ctx.id;
+      ce.instance = r.winner;
+      ce.ms = r.winner_ms;
+      ce.tflops = r.winner_tflops;
+      {
+        std::lock_guard lock(store_mu_);
+        store_.insert(ce);
+      }
+      if (opt.autosave && !opt.cache_path.empty() && cache_writable_.load()) {
+        std::vector<std::string> warnings;
+        Status s;
+        {
+          std::lock_guard lock(store_mu_);
+          s = save_cache_file(opt.cache_path, store_, warnings);
+        }
+        if (!s.ok()) cache_writable_.store(false);  // warn once, not on every key
+        for (const auto& w : warnings) log(LogLevel::warn, w);
+      }
+    }
+    if (report_out) *report_out = std::move(r);
+    return {};
+  }
+};
+
+}  // namespace ktune::tuner
+
+namespace ktune {
+using tuner::Policy;
+using tuner::Tuner;
+using tuner::TunerOptions;
+}  // namespace ktune
