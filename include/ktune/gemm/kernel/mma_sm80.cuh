@@ -66,14 +66,45 @@ struct MmaMainloop {
   using CopyB = TileCopy<T, b_kc ? BN : BK, b_kc ? BK : BN, C.align, threads>;
   static constexpr int stage_bytes = TileA::bytes + TileB::bytes;
 
-  // A fragment (16 × instr.k) at warp-tile row mi, k-step kk.
-  __device__ __forceinline__ static void load_a(std::uint32_t (&a)[4], const char* sA, int m0, int k0, int lane) {
+  // ---- ldmatrix addressing ------------------------------------------------------------------------
+  // A lane's shared-memory offset for fragment (idx, kk) is computed once for (0, 0); the others are a
+  // constant add plus a constant XOR, because the swizzle key only depends on bits the steps do not
+  // touch (checked below at compile time; otherwise the offset is computed in full). The mainloop runs
+  // at ~250 registers, where every address the compiler must rematerialize costs issue slots.
+  static constexpr int gcd128(int bytes) { return bytes % 128 == 0 ? 128 : bytes % 64 == 0 ? 64 : bytes % 32 == 0 ? 32 : 16; }
+  // K-contiguous: k-steps move 32 bytes inside a ≤128-byte row; fragments move 16 rows.
+  template <class Tile>
+  static constexpr bool fast_kc = Tile::row_bytes <= 128 && KI * 32 <= Tile::row_bytes && Tile::repeats_every(16);
+  // MN-contiguous: k-steps move 16 rows; fragments move 32 bytes inside the warp's aligned span.
+  template <class Tile, int Frags, int WarpExtent>
+  static constexpr bool fast_mn = Tile::repeats_every(16) && Frags * 32 <= gcd128(WarpExtent * int(sizeof(T)));
+  static constexpr bool fast_a = a_kc ? fast_kc<TileA> : (!tf32 && fast_mn<TileA, MI, WM>);
+  static constexpr bool fast_b = b_kc ? fast_kc<TileB> : (!tf32 && fast_mn<TileB, NI / 2, WN>);
+
+  // Offset of this lane's first A / B fragment row (full swizzle computation, done once).
+  __device__ __forceinline__ static int a_lane_offset(int wm0, int lane) {
+    if constexpr (a_kc) return TileA::offset(wm0 + (lane & 15), (lane >> 4) * chunk);
+    else return TileA::offset((lane >> 4) * 8 + (lane & 7), wm0 + ((lane >> 3) & 1) * 8);
+  }
+  __device__ __forceinline__ static int b_lane_offset(int wn0, int lane) {
+    if constexpr (b_kc) return TileB::offset(wn0 + (lane >> 4) * 8 + (lane & 7), ((lane >> 3) & 1) * chunk);
+    else return TileB::offset(((lane >> 3) & 1) * 8 + (lane & 7), wn0 + (lane >> 4) * 8);
+  }
+
+  // A fragment (16 × instr.k) number i of the warp tile at k-step kk. `base` = a_lane_offset().
+  __device__ __forceinline__ static void load_a(std::uint32_t (&a)[4], const char* sA, int base, int wm0, int i, int kk,
+                                                int lane) {
+    const int m0 = wm0 + i * instr.m, k0 = kk * instr.k;
     if constexpr (a_kc) {
       // 4 8×(16 B) matrices: rows m0 + lane%16, chunk k0 + (lane/16)·chunk.
-      ldmatrix_x4<false>(a, sA + TileA::offset(m0 + (lane & 15), k0 + (lane >> 4) * chunk));
+      const int off = fast_a ? (base + i * 16 * TileA::row_bytes) ^ (kk * 32)
+                             : TileA::offset(m0 + (lane & 15), k0 + (lane >> 4) * chunk);
+      ldmatrix_x4<false>(a, sA + off);
     } else if constexpr (!tf32) {
-      // Stored [k][m]: transpose on load. Matrix i = lane/8 covers m (i%2)·8.., k (i/2)·8..
-      ldmatrix_x4<true>(a, sA + TileA::offset(k0 + (lane >> 4) * 8 + (lane & 7), m0 + ((lane >> 3) & 1) * 8));
+      // Stored [k][m]: transpose on load. Matrix q = lane/8 covers m (q%2)·8.., k (q/2)·8..
+      const int off = fast_a ? (base + kk * 16 * TileA::row_bytes) ^ (i * 32)
+                             : TileA::offset(k0 + (lane >> 4) * 8 + (lane & 7), m0 + ((lane >> 3) & 1) * 8);
+      ldmatrix_x4<true>(a, sA + off);
     } else {
       const int g = lane >> 2, t = lane & 3;
       auto at = [&](int m, int k) { return *reinterpret_cast<const std::uint32_t*>(sA + TileA::offset(k, m)); };
@@ -83,15 +114,21 @@ struct MmaMainloop {
       a[3] = at(m0 + g + 8, k0 + t + 4);
     }
     if constexpr (tf32)
-      for (int i = 0; i < 4; ++i) a[i] = round_tf32(a[i]);
+      for (int q = 0; q < 4; ++q) a[q] = round_tf32(a[q]);
   }
 
-  // B fragments for two adjacent n8 blocks (n0.., n0+8..): b[0..1] block 0, b[2..3] block 1.
-  __device__ __forceinline__ static void load_b(std::uint32_t (&b)[4], const char* sB, int n0, int k0, int lane) {
+  // B fragments for the adjacent n8 blocks 2j and 2j+1 at k-step kk: b[0..1] block 2j, b[2..3] 2j+1.
+  __device__ __forceinline__ static void load_b(std::uint32_t (&b)[4], const char* sB, int base, int wn0, int j, int kk,
+                                                int lane) {
+    const int n0 = wn0 + j * 2 * instr.n, k0 = kk * instr.k;
     if constexpr (b_kc) {
-      ldmatrix_x4<false>(b, sB + TileB::offset(n0 + (lane >> 4) * 8 + (lane & 7), k0 + ((lane >> 3) & 1) * chunk));
+      const int off = fast_b ? (base + j * 16 * TileB::row_bytes) ^ (kk * 32)
+                             : TileB::offset(n0 + (lane >> 4) * 8 + (lane & 7), k0 + ((lane >> 3) & 1) * chunk);
+      ldmatrix_x4<false>(b, sB + off);
     } else if constexpr (!tf32) {
-      ldmatrix_x4<true>(b, sB + TileB::offset(k0 + ((lane >> 3) & 1) * 8 + (lane & 7), n0 + (lane >> 4) * 8));
+      const int off = fast_b ? (base + kk * 16 * TileB::row_bytes) ^ (j * 32)
+                             : TileB::offset(k0 + ((lane >> 3) & 1) * 8 + (lane & 7), n0 + (lane >> 4) * 8);
+      ldmatrix_x4<true>(b, sB + off);
     } else {
       const int g = lane >> 2, t = lane & 3;
       auto at = [&](int k, int n) { return *reinterpret_cast<const std::uint32_t*>(sB + TileB::offset(k, n)); };
@@ -101,7 +138,7 @@ struct MmaMainloop {
       b[3] = at(k0 + t + 4, n0 + 8 + g);
     }
     if constexpr (tf32)
-      for (int i = 0; i < 4; ++i) b[i] = round_tf32(b[i]);
+      for (int q = 0; q < 4; ++q) b[q] = round_tf32(b[q]);
   }
 
   // Issue the copies of k-tile `kt` into stage slot `slot`.
@@ -165,13 +202,14 @@ struct MmaMainloop {
     // into the slot every warp finished reading before the last barrier.
     std::uint32_t fa[2][MI][4], fb[2][NI / 2][4];
     int read_slot = 0;
+    const int a_base = a_lane_offset(wm0, lane), b_base = b_lane_offset(wn0, lane);
     auto load_frags = [&](int buf, int slot, int kk) {
       const char* sA = smem + slot * stage_bytes;
       const char* sB = sA + TileA::bytes;
 #pragma unroll
-      for (int i = 0; i < MI; ++i) load_a(fa[buf][i], sA, wm0 + i * instr.m, kk * instr.k, lane);
+      for (int i = 0; i < MI; ++i) load_a(fa[buf][i], sA, a_base, wm0, i, kk, lane);
 #pragma unroll
-      for (int j = 0; j < NI / 2; ++j) load_b(fb[buf][j], sB, wn0 + j * 2 * instr.n, kk * instr.k, lane);
+      for (int j = 0; j < NI / 2; ++j) load_b(fb[buf][j], sB, b_base, wn0, j, kk, lane);
     };
     load_frags(0, 0, 0);
     for (int kt = 0; kt < k_tiles; ++kt) {

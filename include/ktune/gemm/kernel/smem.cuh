@@ -16,6 +16,9 @@ struct SwizzledTile {
   static constexpr int lines_per_row = row_bytes >= 128 ? row_bytes / 128 : 1;
   static_assert(row_bytes % 16 == 0 && bytes % 128 == 0, "swizzled tiles hold whole 16-byte chunks and 128-byte lines");
 
+  // Does the swizzle pattern repeat every `rows` rows (so offsets advance by a constant)?
+  static constexpr bool repeats_every(int rows) { return (rows * row_bytes) % (1024 * lines_per_row) == 0; }
+
   __device__ __forceinline__ static int offset(int row, int col) {  // bytes
     const int off = row * row_bytes + col * int(sizeof(T));
     const int key = ((off >> 7) / lines_per_row) & 7;
@@ -28,7 +31,9 @@ struct SwizzledTile {
 template <class T, int Rows, int Cols, int Pad>
 struct PaddedTile {
   static constexpr int row_elems = Cols + Pad;
-  static constexpr int bytes = Rows * row_elems * int(sizeof(T));
+  static constexpr int row_bytes = row_elems * int(sizeof(T));
+  static constexpr int bytes = Rows * row_bytes;
+  static constexpr bool repeats_every(int) { return true; }
   __device__ __forceinline__ static int offset(int row, int col) { return (row * row_elems + col) * int(sizeof(T)); }
 };
 
@@ -42,22 +47,45 @@ struct TileCopy {
   static constexpr int vectors_per_row = Cols / Vec;
   static constexpr int iterations = Rows * Cols / Vec / Threads;
   static_assert(Cols % Vec == 0 && (Rows * Cols / Vec) % Threads == 0, "the constraint model guarantees an even split");
+  // When the block's threads cover whole rows, each thread's vectors share one column and step
+  // `row_step` rows at a time: addresses are a base plus constant strides, computed once per tile
+  // instead of per vector (the mainloop runs at ~250 registers, where recomputation is expensive).
+  static constexpr bool regular = Threads % vectors_per_row == 0;
+  static constexpr int row_step = regular ? Threads / vectors_per_row : 0;
 
-  // gmem: element (0,0) of the tile; ld: elements between rows.
+  __device__ __forceinline__ static void issue(char* dst, const T* src, bool in) {
+    if constexpr (vec_bytes >= 4) {
+      __pipeline_memcpy_async(dst, src, vec_bytes, in ? 0 : vec_bytes);
+    } else {
+      *reinterpret_cast<T*>(dst) = in ? *src : T(0.0f);
+    }
+  }
+
+  // gmem: element (0,0) of the tile; ld: elements between rows. Elements at or past row_limit /
+  // col_limit read as zero (the source address is then never read).
   __device__ __forceinline__ static void copy(char* smem, const T* gmem, std::int64_t ld, int row_limit, int col_limit,
                                               int tid) {
+    if constexpr (regular) {
+      const int r0 = tid / vectors_per_row, c = (tid % vectors_per_row) * Vec;
+      const bool col_in = c < col_limit;
+      const T* src = gmem + r0 * ld + c;
+      const std::int64_t step = std::int64_t{row_step} * ld;
+      char* dst = smem + Tile::offset(r0, c);
 #pragma unroll
-    for (int i = 0; i < iterations; ++i) {
-      const int v = tid + i * Threads;
-      const int r = v / vectors_per_row;
-      const int c = (v % vectors_per_row) * Vec;
-      const bool in = r < row_limit && c < col_limit;
-      const T* src = in ? gmem + r * ld + c : gmem;
-      char* dst = smem + Tile::offset(r, c);
-      if constexpr (vec_bytes >= 4) {
-        __pipeline_memcpy_async(dst, src, vec_bytes, in ? 0 : vec_bytes);
-      } else {
-        *reinterpret_cast<T*>(dst) = in ? *src : T(0.0f);
+      for (int i = 0; i < iterations; ++i) {
+        const bool in = col_in && r0 + i * row_step < row_limit;
+        char* d = Tile::repeats_every(row_step) ? dst + i * row_step * Tile::row_bytes
+                                                : smem + Tile::offset(r0 + i * row_step, c);
+        issue(d, in ? src + i * step : gmem, in);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < iterations; ++i) {
+        const int v = tid + i * Threads;
+        const int r = v / vectors_per_row;
+        const int c = (v % vectors_per_row) * Vec;
+        const bool in = r < row_limit && c < col_limit;
+        issue(smem + Tile::offset(r, c), in ? gmem + r * ld + c : gmem, in);
       }
     }
   }
@@ -75,13 +103,17 @@ struct TransposingCopyF32 {
   // gmem: element (mn=0, k=0); ld: elements between MN rows.
   __device__ __forceinline__ static void copy(char* smem, const float* gmem, std::int64_t ld, int mn_limit, int k_limit,
                                               int tid) {
+    static_assert(Threads % K == 0, "each thread keeps one k column");
+    constexpr int mn_step = Threads / K;
+    const int k = tid % K, mn0 = tid / K;
+    const bool k_in = k < k_limit;
+    const float* src = gmem + mn0 * ld + k;
+    const std::int64_t step = std::int64_t{mn_step} * ld;
+    char* dst = smem + Tile::offset(k, mn0);
 #pragma unroll
     for (int i = 0; i < iterations; ++i) {
-      const int e = tid + i * Threads;
-      const int k = e % K, mn = e / K;
-      const bool in = mn < mn_limit && k < k_limit;
-      const float* src = in ? gmem + mn * ld + k : gmem;
-      __pipeline_memcpy_async(smem + Tile::offset(k, mn), src, 4, in ? 0 : 4);
+      const bool in = k_in && mn0 + i * mn_step < mn_limit;
+      __pipeline_memcpy_async(dst + i * mn_step * 4, in ? src + i * step : gmem, 4, in ? 0 : 4);
     }
   }
 };
