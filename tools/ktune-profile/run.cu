@@ -202,6 +202,7 @@ void run_problem(Context& cx, const ProblemSpec& spec, int index, int count) {
   } else {
     sum.cublas_status = "unchecked";
   }
+  int cublas_iters = 0, cublas_repeats = 0;
   if (have_cublas) {
     Timing t;
     const tools::LaunchFn launch = [&](int i, cudaStream_t s) {
@@ -212,6 +213,8 @@ void run_problem(Context& cx, const ProblemSpec& spec, int index, int count) {
     if (timed.ok()) {
       sum.cublas_ms = t.median_ms;
       sum.cublas_tflops = tools::tflops(spec.flops(), t.median_ms);
+      cublas_iters = t.iters;
+      cublas_repeats = t.repeats;
     } else {
       sum.cublas_message += (sum.cublas_message.empty() ? "" : "; ") + ("timing: " + timed.to_string());
       if (!tools::cuda_context_alive()) {
@@ -238,6 +241,8 @@ void run_problem(Context& cx, const ProblemSpec& spec, int index, int count) {
     r.message = sum.cublas_message;
     r.cublas_ms = sum.cublas_ms;
     r.cublas_tflops = sum.cublas_tflops;
+    r.iters = cublas_iters;
+    r.repeats = cublas_repeats;
     cx.report.rows.push_back(r);
   }
 
