@@ -50,7 +50,7 @@ struct Sm80MmaF16Unaligned {
   static constexpr int aligns[] = {2, 1};
 };
 
-// tf32 tensor cores on f32 operands.
+// tf32 tensor cores on f32 operands with 16-byte aligned rows.
 struct Sm80MmaTf32 {
   static constexpr std::string_view name = "sm80_mma_tf32";
   static constexpr const ArchTraits& arch = sm80;
@@ -60,7 +60,21 @@ struct Sm80MmaTf32 {
   static constexpr TileShape tiles[] = {{128, 128, 32}};
   static constexpr WarpShape warps[] = {{32, 64}};
   static constexpr int stages[] = {3};
-  static constexpr int aligns[] = {4, 1};
+  static constexpr int aligns[] = {4};
+};
+
+// tf32 on f32 operands with only 4-byte aligned rows: scalar copies keep a live address each, so
+// the k-tile is halved to stay inside 255 registers (BK=32 spilled on sm90a for k-major A).
+struct Sm80MmaTf32Unaligned {
+  static constexpr std::string_view name = "sm80_mma_tf32_unaligned";
+  static constexpr const ArchTraits& arch = sm80;
+  static constexpr MathOp maths[] = {mma_tf32};
+  static constexpr Layout a_layouts[] = {row, col};
+  static constexpr Layout b_layouts[] = {row, col};
+  static constexpr TileShape tiles[] = {{128, 128, 16}};
+  static constexpr WarpShape warps[] = {{32, 64}};
+  static constexpr int stages[] = {3};
+  static constexpr int aligns[] = {1};
 };
 
 // Exact fp32 on CUDA cores (FFMA), register-blocked.
@@ -74,6 +88,23 @@ struct Sm80SimtF32 {
   static constexpr WarpShape warps[] = {{32, 64}};
   static constexpr int stages[] = {3};
   static constexpr int aligns[] = {4, 1};
+};
+
+// Hopper (sm_90a only, selected on compute capability 9.0): TMA loads into 128-byte-swizzled shared
+// memory, wgmma with fp32 accumulators, one producer and one or two consumer warpgroups with
+// setmaxnreg, a ring of `stages` slots with mbarrier parity waits, persistent grid with grouped raster.
+// `warps` are the tiles of one consumer warpgroup (WM×WN: WM/64 wgmma m64nWNk16 per k16 step). Every
+// layout works (MN-major operands use wgmma's transpose bits); TMA needs 16-byte aligned rows.
+struct Sm90WgmmaF16 {
+  static constexpr std::string_view name = "sm90_wgmma_f16";
+  static constexpr const ArchTraits& arch = sm90;
+  static constexpr MathOp maths[] = {wgmma_f16, wgmma_bf16};
+  static constexpr Layout a_layouts[] = {row, col};
+  static constexpr Layout b_layouts[] = {row, col};
+  static constexpr TileShape tiles[] = {{128, 256, 64}, {256, 128, 64}, {128, 128, 64}};
+  static constexpr WarpShape warps[] = {{64, 256}, {128, 128}, {64, 128}};
+  static constexpr int stages[] = {4};
+  static constexpr int aligns[] = {8};
 };
 
 }  // namespace ktune::families

@@ -77,7 +77,7 @@ __device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params
 // Kernels take their configuration as a type (CfgT::value is a GemmConfig): nvcc's host stubs cannot
 // spell class-type template arguments of __global__ functions.
 template <class CfgT, class Epi>
-__global__ void __launch_bounds__(CfgT::value.threads(), 1) gemm_kernel(const GemmParams<typename Epi::Params> p) {
+__global__ void __launch_bounds__(CfgT::value.threads(), target_blocks_per_sm(CfgT::value)) gemm_kernel(const GemmParams<typename Epi::Params> p) {
   static constexpr GemmConfig C = CfgT::value;
   using Mainloop = typename MainloopFor<C>::type;
   using T = typename MainloopFor<C>::T;
