@@ -39,8 +39,8 @@ void usage(std::FILE* out) {
                "  --epilogue identity|bias_relu\n"
                "                         epilogue of --gemm (default identity)\n"
                "  --filter TEXT          only instances whose name contains TEXT (also applies to --list)\n"
-               "  --iters N              launches per timed repeat (default: enough for ~8 ms, ~3 with --quick)\n"
-               "  --repeats N            timed repeats; the median is reported (default 7, 5 with --quick)\n"
+               "  --iters N              launches per timed repeat (default: enough for ~20 ms, ~5 with --quick)\n"
+               "  --repeats N            timed repeats; the median is reported (default 9, 5 with --quick)\n"
                "  --quick                a subset of the problems and shorter timing (scripts/gpu-check.sh)\n"
                "  --no-ref-check         do not check cuBLAS against the float64-accumulating reference GEMM\n"
                "  --csv FILE             write the results table as CSV\n"
@@ -161,8 +161,8 @@ int main(int argc, char** argv) {
   opt.filter = filter;
   opt.quick = quick;
   opt.iters = iters;
-  opt.repeats = repeats > 0 ? repeats : (quick ? 5 : 7);
-  opt.target_ms = quick ? 3.0 : 8.0;
+  opt.repeats = repeats > 0 ? repeats : (quick ? 5 : 9);
+  opt.target_ms = quick ? 5.0 : 20.0;
   opt.check_reference = !no_ref_check;
   opt.device = device;
   opt.csv_path = csv;

@@ -17,8 +17,8 @@ struct RunOptions {
   std::vector<tools::ProblemSpec> problems;
   std::string filter;       // run only instances whose name contains this
   int iters = 0;            // launches per timed repeat; 0: chosen per instance from a time target
-  int repeats = 7;          // timed repeats (median reported)
-  double target_ms = 8.0;   // time per repeat when iters == 0
+  int repeats = 9;          // timed repeats (median reported)
+  double target_ms = 20.0;  // time per repeat when iters == 0
   bool quick = false;
   bool check_reference = true;  // verify cuBLAS against a float64-accumulating GEMM too
   int device = -1;          // -1: the current device
