@@ -338,6 +338,9 @@ class Tuner {
   const GemmTable& table() const { return *table_; }
   TuningBackend& backend() { return *backend_; }
 
+  // Send a line to the configured log (filtered by the log level).
+  void log_message(LogLevel level, std::string_view msg) { log(level, msg); }
+
   // The cache identity of a device (fingerprint, version, instance-table hash).
   Status identity(int ordinal, CacheIdentity& out) {
     DeviceContext* ctx = nullptr;

@@ -1,0 +1,623 @@
+// ktune/tuner/cuda_backend.hpp — the tuner's measuring backend on a real GPU. Host code using only
+// the CUDA runtime API and the dispatch table's launch functions (compiles with any C++20 compiler).
+//
+// Scratch, never the caller's buffers: a session allocates (from a per-device pool, grown on demand,
+// released by release_scratch()) one buffer per operand the problem reads and one output, with the
+// problem's leading dimensions, offset so that every pointer has exactly the key's alignment class.
+// That is at most one extra copy of the operands and the output, plus an L2-flush buffer of 2× L2.
+// The caller's data are never read or written, so C aliasing D, or a later kernel in the caller's
+// stream, cannot be affected — and tune_pending() can tune keys whose buffers are long gone.
+//
+// Inputs: synthetic, non-zero, reproducible: a pseudo-random pattern of 65521 (prime) values on a
+// per-type grid exactly representable in the operand type (k/1024 for f16 and f32/tf32, k/128 for
+// bf16, |k| below the grid), written once and replicated on the device by doubling copies.
+// Zeros are never benchmarked (they run 7–13% faster than real data on H200).
+//
+// Timing: on a private non-blocking stream, each repeat is `memset(flush buffer)` → event → launch
+// → event, i.e. L2 is flushed before every repeat (inputs come from HBM, as for a GEMM whose operands
+// were written long ago; state is identical for every candidate). The median of the repeats is
+// reported; repeats come in batches until the IQR/median is within the policy's target, the
+// candidate's share of the key budget is spent, or it is clearly slower than the best so far. The
+// validation run doubles as the warm-up and gives the first estimate.
+//
+// Validation: D is poisoned (all-ones bytes: NaN) before each validation run so a kernel that skips
+// elements fails. A reference instance — the most conservative candidate (narrowest vectors, then
+// smallest tile), itself checked on up to 64 elements against an exact host computation — produces
+// the reference output; each candidate's output is compared on a strided sample of whole rows (at
+// most 2^20 elements: every column tile, rows at an odd stride so every row position within a tile
+// recurs) by relative Frobenius error. If the most conservative reference fails its host check the
+// next one is tried (up to 3).
+//
+// While a session is open the calling thread uses cudaStreamCaptureModeRelaxed, so that tuning on
+// its own stream is legal even while another thread captures a graph in global mode.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ktune/device.hpp"
+#include "ktune/dispatch.hpp"
+#include "ktune/problem.hpp"
+#include "ktune/tuner/backend.hpp"
+#include "ktune/tuner/timing.hpp"
+
+namespace ktune::tuner {
+
+namespace host_fp {
+
+inline std::uint32_t bits_of(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float float_of(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline std::uint16_t to_bf16(float f) {
+  std::uint32_t u = bits_of(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40);  // NaN
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+  return static_cast<std::uint16_t>(u >> 16);
+}
+inline float from_bf16(std::uint16_t h) { return float_of(std::uint32_t(h) << 16); }
+
+inline std::uint16_t to_f16(float f) {
+  const std::uint32_t u = bits_of(f);
+  const std::uint32_t sign = (u >> 16) & 0x8000u;
+  const std::uint32_t au = u & 0x7fffffffu;
+  if (au > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);  // NaN
+  if (au >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // overflow → inf (rounds up at 65520)
+  if (au < 0x38800000u) {                                                    // subnormal or zero in f16
+    if (au < 0x33000000u) return static_cast<std::uint16_t>(sign);           // < 2^-25: rounds to 0
+    // |x| = mant · 2^(e-150) and an f16 subnormal is q · 2^-24, so q = mant · 2^(e-126), rounded.
+    const int e = static_cast<int>(au >> 23);
+    const std::uint32_t mant = (au & 0x7fffffu) | 0x800000u;
+    const int shift = 126 - e;  // 14..24
+    const std::uint32_t q = mant >> shift;
+    const std::uint32_t rem = mant & ((1u << shift) - 1u);
+    const std::uint32_t half = 1u << (shift - 1);
+    std::uint32_t r = q + ((rem > half || (rem == half && (q & 1u))) ? 1u : 0u);
+    return static_cast<std::uint16_t>(sign | r);
+  }
+  std::uint32_t r = ((au >> 13) - (112u << 10));
+  const std::uint32_t rem = au & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) ++r;
+  return static_cast<std::uint16_t>(sign | r);
+}
+inline float from_f16(std::uint16_t h) {
+  const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
+  const std::uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0) {
+    const float v = std::ldexp(float(m), -24);
+    return sign ? -v : v;
+  }
+  if (e == 31) return float_of(sign | 0x7f800000u | (m << 13));
+  return float_of(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+inline void store(DType t, void* dst, std::size_t i, float v) {
+  switch (t) {
+    case DType::f32: static_cast<float*>(dst)[i] = v; break;
+    case DType::f16: static_cast<std::uint16_t*>(dst)[i] = to_f16(v); break;
+    case DType::bf16: static_cast<std::uint16_t*>(dst)[i] = to_bf16(v); break;
+  }
+}
+inline double load(DType t, const void* src, std::size_t i) {
+  switch (t) {
+    case DType::f32: return static_cast<const float*>(src)[i];
+    case DType::f16: return from_f16(static_cast<const std::uint16_t*>(src)[i]);
+    case DType::bf16: return from_bf16(static_cast<const std::uint16_t*>(src)[i]);
+  }
+  return 0;
+}
+
+// The host's version of the built-in epilogue (see epilogue/builtin.cuh).
+inline float activation(Activation a, float x) {
+  switch (a) {
+    case Activation::relu: return std::max(x, 0.0f);
+    case Activation::gelu_tanh: return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+    case Activation::gelu_erf: return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
+    case Activation::silu: return x / (1.0f + std::exp(-x));
+    default: return x;
+  }
+}
+
+}  // namespace host_fp
+
+struct CudaBackendOptions {
+  bool flush_l2 = true;                            // memset 2×L2 before every timed repeat
+  std::size_t max_validation_elements = 1u << 20;  // sampled output elements compared per candidate
+  int max_reference_tries = 3;
+};
+
+class CudaBackend : public TuningBackend {
+ public:
+  explicit CudaBackend(CudaBackendOptions o = {}) : opt_(o) {}
+  // Pools are deliberately not freed here: the default tuner lives until process exit, after which
+  // the CUDA runtime may already be gone. Call release_scratch() to give memory back earlier.
+  ~CudaBackend() override = default;
+
+  Status current_device(int& ordinal) override { return cuda_status(cudaGetDevice(&ordinal), "cudaGetDevice"); }
+  Status device_info(int ordinal, DeviceInfo& out) override { return query_device(ordinal, out); }
+
+  bool is_capturing(cudaStream_t stream) override {
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    const cudaError_t e = cudaStreamIsCapturing(stream, &st);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return true;  // e.g. the legacy stream while another stream captures: assume capture, never benchmark
+    }
+    return st != cudaStreamCaptureStatusNone;
+  }
+
+  Status begin(int device, const GemmDesc& desc, const GemmAlignment& al, std::span<const GemmKernelEntry* const> candidates,
+               std::unique_ptr<TuningSession>& out) override;
+
+  void release_scratch() override {
+    std::lock_guard lock(pools_mu_);
+    for (auto& [dev, pool] : pools_) {
+      std::lock_guard plock(pool->mu);
+      int prev = -1;
+      (void)cudaGetDevice(&prev);
+      (void)cudaSetDevice(dev);
+      if (pool->buf) (void)cudaFree(pool->buf);
+      if (pool->flush) (void)cudaFree(pool->flush);
+      if (pool->host) (void)cudaFreeHost(pool->host);
+      pool->buf = pool->flush = pool->host = nullptr;
+      pool->bytes = pool->flush_bytes = pool->host_bytes = 0;
+      if (prev >= 0) (void)cudaSetDevice(prev);
+      (void)cudaGetLastError();
+    }
+  }
+
+  const CudaBackendOptions& options() const { return opt_; }
+
+  // Per-device scratch, stream and events. One session at a time per device (the mutex).
+  struct Pool {
+    std::mutex mu;
+    void* buf = nullptr;
+    std::size_t bytes = 0;
+    void* flush = nullptr;
+    std::size_t flush_bytes = 0;
+    void* host = nullptr;  // pinned, for sampled rows
+    std::size_t host_bytes = 0;
+    cudaStream_t stream = nullptr;
+    std::vector<cudaEvent_t> events;
+  };
+
+ private:
+  CudaBackendOptions opt_;
+  std::mutex pools_mu_;
+  std::map<int, std::unique_ptr<Pool>> pools_;
+
+  Pool& pool(int device) {
+    std::lock_guard lock(pools_mu_);
+    auto& p = pools_[device];
+    if (!p) p = std::make_unique<Pool>();
+    return *p;
+  }
+};
+
+namespace detail {
+
+inline constexpr std::size_t pattern_period = 65521;  // prime: rows of a matrix never repeat in lockstep
+
+// Reproducible pseudo-random grid values exactly representable in `t`.
+inline std::vector<float> make_pattern(DType t, std::uint64_t seed) {
+  std::vector<float> v(pattern_period);
+  const int grid = t == DType::bf16 ? 128 : 1024;
+  std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+  for (auto& f : v) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    const int k = static_cast<int>(x % static_cast<std::uint64_t>(2 * grid - 1)) - (grid - 1);  // (-grid, grid)
+    f = float(k == 0 ? 1 : k) / float(grid);  // never zero
+  }
+  return v;
+}
+
+struct Operand {
+  DType type = DType::f32;
+  std::int64_t rows = 0, cols = 0, ld = 0;  // storage rows × contiguous cols
+  std::size_t offset = 0;                    // bytes from the pool start
+  std::size_t elements = 0;                  // span in elements
+  std::vector<float> pattern;
+  void* ptr = nullptr;
+  float at(std::int64_t linear) const { return pattern[static_cast<std::size_t>(linear) % pattern.size()]; }
+};
+
+inline std::size_t misalign_bytes(int vector_elems, int elem_bytes) {
+  // An address ≡ v·es (mod 2·v·es) allows vectors of exactly v elements (v below the 16-byte maximum).
+  return vector_elems * elem_bytes < 16 ? static_cast<std::size_t>(vector_elems * elem_bytes) : 0;
+}
+
+}  // namespace detail
+
+class CudaSession : public TuningSession {
+ public:
+  CudaSession(CudaBackend::Pool& pool, const CudaBackendOptions& opt) : pool_(pool), lock_(pool.mu), opt_(opt) {}
+  ~CudaSession() override {
+    if (pool_.stream) (void)cudaStreamSynchronize(pool_.stream);
+    if (mode_set_) (void)cudaThreadExchangeStreamCaptureMode(&prev_mode_);
+    if (prev_device_ >= 0 && prev_device_ != device_) (void)cudaSetDevice(prev_device_);
+  }
+
+  Status open(int device, const GemmDesc& desc, const GemmAlignment& al, std::span<const GemmKernelEntry* const> candidates) {
+    device_ = device;
+    d_ = resolved(desc);
+    al_ = al;
+    KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&prev_device_), "cudaGetDevice"));
+    if (prev_device_ != device) KTUNE_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device), "cudaSetDevice"));
+    prev_mode_ = cudaStreamCaptureModeRelaxed;
+    KTUNE_RETURN_IF_ERROR(cuda_status(cudaThreadExchangeStreamCaptureMode(&prev_mode_), "cudaThreadExchangeStreamCaptureMode"));
+    mode_set_ = true;
+    KTUNE_RETURN_IF_ERROR(query_device(device, dev_));
+
+    // References: most conservative first (narrowest vectors, smallest tile, name).
+    refs_.assign(candidates.begin(), candidates.end());
+    std::stable_sort(refs_.begin(), refs_.end(), [](const GemmKernelEntry* a, const GemmKernelEntry* b) {
+      const long long ta = 1LL * a->config.tile.m * a->config.tile.n, tb = 1LL * b->config.tile.m * b->config.tile.n;
+      if (a->config.align != b->config.align) return a->config.align < b->config.align;
+      if (ta != tb) return ta < tb;
+      return a->name < b->name;
+    });
+    if (refs_.size() > static_cast<std::size_t>(std::max(1, opt_.max_reference_tries))) refs_.resize(static_cast<std::size_t>(std::max(1, opt_.max_reference_tries)));
+
+    // Operand layout in the pool.
+    const DType ab = d_.ab_type, dt = d_.d_type;
+    const int ed = size_of(dt);
+    std::size_t cursor = 0;
+    auto place = [&](detail::Operand& o, DType t, std::int64_t rows, std::int64_t cols, std::int64_t ld, int vec, std::uint64_t seed) {
+      o.type = t;
+      o.rows = rows;
+      o.cols = cols;
+      o.ld = ld;
+      o.elements = static_cast<std::size_t>((rows - 1) * ld + cols);
+      cursor = (cursor + 255) / 256 * 256;
+      o.offset = cursor + detail::misalign_bytes(vec, size_of(t));
+      cursor = o.offset + o.elements * static_cast<std::size_t>(size_of(t));
+      o.pattern = detail::make_pattern(t, seed);
+    };
+    const bool a_row = d_.a_layout == Layout::row, b_row = d_.b_layout == Layout::row;
+    place(a_, ab, a_row ? d_.m : d_.k, a_row ? d_.k : d_.m, d_.lda, al.a, 1);
+    place(b_, ab, b_row ? d_.k : d_.n, b_row ? d_.n : d_.k, d_.ldb, al.b, 2);
+    has_c_ = d_.epilogue.beta != 0.0f;
+    if (has_c_) place(c_, dt, d_.m, d_.n, d_.ldc, al.d, 3);
+    if (d_.epilogue.bias) place(bias_, dt, 1, d_.n, d_.n, al.d, 4);
+    if (d_.epilogue.residual) place(res_, dt, d_.m, d_.n, d_.ldr, al.d, 5);
+    place(out_, dt, d_.m, d_.n, d_.ldd, al.d, 6);
+    out_.pattern.clear();
+    const std::size_t need = cursor + 256;
+
+    // Sampled output rows: stride s (odd when > 1), plus the last row.
+    const std::int64_t max_rows = std::max<std::int64_t>(1, static_cast<std::int64_t>(opt_.max_validation_elements) / std::max<std::int64_t>(1, d_.n));
+    std::int64_t s = std::max<std::int64_t>(1, (d_.m + max_rows - 1) / max_rows);
+    if (s > 1 && s % 2 == 0) ++s;
+    sample_stride_ = s;
+    sample_rows_ = (d_.m - 1) / s + 1;
+    extra_last_row_ = (d_.m - 1) % s != 0;
+    const std::size_t sample_elems = static_cast<std::size_t>((sample_rows_ + (extra_last_row_ ? 1 : 0)) * d_.n);
+    const std::size_t host_need = sample_elems * static_cast<std::size_t>(ed);
+
+    // Grow the pool.
+    if (pool_.stream == nullptr)
+      KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&pool_.stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"));
+    if (pool_.bytes < need) {
+      if (pool_.buf) (void)cudaFree(pool_.buf);
+      pool_.buf = nullptr;
+      pool_.bytes = 0;
+      const std::size_t want = (need + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+      if (cudaMalloc(&pool_.buf, want) != cudaSuccess) {
+        (void)cudaGetLastError();
+        pool_.buf = nullptr;
+        return error(StatusCode::cuda_error, "cannot allocate " + std::to_string(want >> 20) + " MiB of tuning scratch");
+      }
+      pool_.bytes = want;
+    }
+    const std::size_t flush_need = opt_.flush_l2 ? static_cast<std::size_t>(std::max(dev_.l2_bytes, 1 << 20)) * 2 : 0;
+    if (pool_.flush_bytes < flush_need) {
+      if (pool_.flush) (void)cudaFree(pool_.flush);
+      pool_.flush = nullptr;
+      pool_.flush_bytes = 0;
+      if (cudaMalloc(&pool_.flush, flush_need) != cudaSuccess) {
+        (void)cudaGetLastError();
+        pool_.flush = nullptr;
+        return error(StatusCode::cuda_error, "cannot allocate the L2 flush buffer");
+      }
+      pool_.flush_bytes = flush_need;
+    }
+    if (pool_.host_bytes < host_need) {
+      if (pool_.host) (void)cudaFreeHost(pool_.host);
+      pool_.host = nullptr;
+      pool_.host_bytes = 0;
+      KTUNE_RETURN_IF_ERROR(cuda_status(cudaMallocHost(&pool_.host, host_need), "cudaMallocHost"));
+      pool_.host_bytes = host_need;
+    }
+    scratch_bytes_ = need + flush_need;
+    auto* base = static_cast<char*>(pool_.buf);
+    for (detail::Operand* o : {&a_, &b_, &c_, &bias_, &res_, &out_})
+      if (o->elements > 0) o->ptr = base + o->offset;
+    ops_.a = a_.ptr;
+    ops_.b = b_.ptr;
+    ops_.c = has_c_ ? c_.ptr : nullptr;
+    ops_.bias = bias_.ptr;
+    ops_.residual = res_.ptr;
+    ops_.d = out_.ptr;
+
+    // Fill inputs: the pattern once, then doubling device copies.
+    for (detail::Operand* o : {&a_, &b_, &c_, &bias_, &res_})
+      if (o->elements > 0) KTUNE_RETURN_IF_ERROR(fill(*o));
+    KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(pool_.stream), "filling tuning scratch"));
+    return {};
+  }
+
+  Validation validate(const GemmKernelEntry& e) override {
+    Validation v;
+    if (ref_.empty() && ref_status_.ok()) ref_status_ = make_reference();
+    if (!ref_status_.ok()) {
+      v.status = ref_status_;
+      return v;
+    }
+    std::vector<double> got;
+    double ms = 0;
+    v.status = run_and_sample(e, got, &ms);
+    if (!v.status.ok()) return v;
+    first_ms_[&e] = ms;
+    v.rel_error = rel_error(got, ref_);
+    return v;
+  }
+
+  Measurement measure(const GemmKernelEntry& e, const MeasureRequest& req) override {
+    Measurement m;
+    const auto t0 = std::chrono::steady_clock::now();
+    double est = 0;
+    if (auto it = first_ms_.find(&e); it != first_ms_.end()) est = it->second;
+    if (est > req.max_launch_ms) {
+      m.ms = est;
+      m.repeats = 1;
+      m.exceeded_bound = true;
+      return m;
+    }
+    const int batch_max = std::max(1, req.repeats.batch);
+    if (pool_.events.size() < static_cast<std::size_t>(2 * batch_max)) {
+      const std::size_t have = pool_.events.size();
+      pool_.events.resize(static_cast<std::size_t>(2 * batch_max), nullptr);
+      for (std::size_t i = have; i < pool_.events.size(); ++i)
+        if (Status s = cuda_status(cudaEventCreate(&pool_.events[i]), "cudaEventCreate"); !s.ok()) {
+          pool_.events.resize(i);
+          m.status = s;
+          return m;
+        }
+    }
+    std::vector<double> samples;
+    GemmLaunchOptions lo;
+    for (;;) {
+      int n = batch_max;
+      // A slow kernel under a tight budget: fewer repeats per batch (at least one).
+      if (est > 0 && req.budget_ms > 0) n = std::clamp(static_cast<int>(req.budget_ms / est), 1, batch_max);
+      for (int r = 0; r < n; ++r) {
+        if (pool_.flush)
+          if (Status s = cuda_status(cudaMemsetAsync(pool_.flush, (r + static_cast<int>(samples.size())) & 0xff, pool_.flush_bytes, pool_.stream), "L2 flush"); !s.ok()) {
+            m.status = s;
+            return m;
+          }
+        cudaEventRecord(pool_.events[static_cast<std::size_t>(2 * r)], pool_.stream);
+        if (Status s = e.launch(d_, ops_, lo, pool_.stream); !s.ok()) {
+          m.status = s;
+          return m;
+        }
+        cudaEventRecord(pool_.events[static_cast<std::size_t>(2 * r + 1)], pool_.stream);
+      }
+      if (Status s = cuda_status(cudaEventSynchronize(pool_.events[static_cast<std::size_t>(2 * n - 1)]), "timing run"); !s.ok()) {
+        m.status = s;
+        return m;
+      }
+      for (int r = 0; r < n; ++r) {
+        float ms = 0;
+        if (Status s = cuda_status(cudaEventElapsedTime(&ms, pool_.events[static_cast<std::size_t>(2 * r)], pool_.events[static_cast<std::size_t>(2 * r + 1)]), "cudaEventElapsedTime"); !s.ok()) {
+          m.status = s;
+          return m;
+        }
+        samples.push_back(ms);
+        if (ms > req.max_launch_ms) {
+          m.ms = ms;
+          m.repeats = static_cast<int>(samples.size());
+          m.exceeded_bound = true;
+          return m;
+        }
+      }
+      const SampleStats st = stats_of(samples);
+      est = st.median;
+      const double spent = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const RepeatDecision dec = next_step(samples, req.repeats, spent, req.budget_ms, req.best_ms);
+      if (dec != RepeatDecision::more) {
+        m.ms = st.median;
+        m.repeats = st.n;
+        m.spread = st.rel_spread();
+        m.stop = dec;
+        return m;
+      }
+    }
+  }
+
+  std::size_t scratch_bytes() const override { return scratch_bytes_; }
+
+  std::string describe() const override {
+    std::string s = "synthetic inputs, ";
+    s += opt_.flush_l2 ? "L2 flushed before each repeat" : "L2 not flushed";
+    s += ", median of adaptive repeats, reference ";
+    s += ref_name_.empty() ? std::string("(none)") : ref_name_;
+    return s;
+  }
+
+ private:
+  CudaBackend::Pool& pool_;
+  std::unique_lock<std::mutex> lock_;
+  CudaBackendOptions opt_;
+  int device_ = -1, prev_device_ = -1;
+  bool mode_set_ = false;
+  cudaStreamCaptureMode prev_mode_ = cudaStreamCaptureModeRelaxed;
+  DeviceInfo dev_;
+  GemmDesc d_;
+  GemmAlignment al_;
+  GemmOperands ops_;
+  detail::Operand a_, b_, c_, bias_, res_, out_;
+  bool has_c_ = false;
+  std::int64_t sample_stride_ = 1, sample_rows_ = 0;
+  bool extra_last_row_ = false;
+  std::size_t scratch_bytes_ = 0;
+  std::vector<const GemmKernelEntry*> refs_;
+  std::vector<double> ref_;
+  Status ref_status_;
+  std::string ref_name_;
+  std::unordered_map<const GemmKernelEntry*, double> first_ms_;
+
+  Status fill(detail::Operand& o) {
+    const int es = size_of(o.type);
+    const std::size_t first = std::min(o.elements, o.pattern.size());
+    std::vector<unsigned char> host(first * static_cast<std::size_t>(es));
+    for (std::size_t i = 0; i < first; ++i) host_fp::store(o.type, host.data(), i, o.pattern[i]);
+    auto* p = static_cast<char*>(o.ptr);
+    KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(p, host.data(), host.size(), cudaMemcpyHostToDevice, pool_.stream), "cudaMemcpyAsync"));
+    // `host` must live until the copy is done (pageable copies are staged synchronously, but be safe).
+    KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(pool_.stream), "cudaStreamSynchronize"));
+    std::size_t have = first;
+    while (have < o.elements) {
+      const std::size_t c = std::min(have, o.elements - have);
+      KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(p + have * es, p, c * es, cudaMemcpyDeviceToDevice, pool_.stream), "cudaMemcpyAsync"));
+      have += c;
+    }
+    return {};
+  }
+
+  // Poison D, run once (timed), copy the sampled rows to `out` (as doubles).
+  Status run_and_sample(const GemmKernelEntry& e, std::vector<double>& out, double* ms) {
+    const int ed = size_of(d_.d_type);
+    KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(out_.ptr, 0xff, out_.elements * static_cast<std::size_t>(ed), pool_.stream), "poisoning D"));
+    if (pool_.events.size() < 2) {
+      pool_.events.resize(2, nullptr);
+      for (auto& ev : pool_.events) KTUNE_RETURN_IF_ERROR(cuda_status(cudaEventCreate(&ev), "cudaEventCreate"));
+    }
+    cudaEventRecord(pool_.events[0], pool_.stream);
+    KTUNE_RETURN_IF_ERROR(e.launch(d_, ops_, GemmLaunchOptions{}, pool_.stream));
+    cudaEventRecord(pool_.events[1], pool_.stream);
+    const std::size_t row_bytes = static_cast<std::size_t>(d_.n) * static_cast<std::size_t>(ed);
+    auto* host = static_cast<unsigned char*>(pool_.host);
+    const auto* dptr = static_cast<const unsigned char*>(out_.ptr);
+    KTUNE_RETURN_IF_ERROR(cuda_status(
+        cudaMemcpy2DAsync(host, row_bytes, dptr, static_cast<std::size_t>(sample_stride_ * d_.ldd) * static_cast<std::size_t>(ed),
+                          row_bytes, static_cast<std::size_t>(sample_rows_), cudaMemcpyDeviceToHost, pool_.stream),
+        "copying sampled rows"));
+    if (extra_last_row_)
+      KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(host + static_cast<std::size_t>(sample_rows_) * row_bytes,
+                                                        dptr + static_cast<std::size_t>((d_.m - 1) * d_.ldd) * static_cast<std::size_t>(ed),
+                                                        row_bytes, cudaMemcpyDeviceToHost, pool_.stream),
+                                        "copying the last row"));
+    KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(pool_.stream), "validation run"));
+    float t = 0;
+    if (cudaEventElapsedTime(&t, pool_.events[0], pool_.events[1]) != cudaSuccess) (void)cudaGetLastError();
+    if (ms) *ms = t;
+    const std::size_t n = static_cast<std::size_t>((sample_rows_ + (extra_last_row_ ? 1 : 0)) * d_.n);
+    out.resize(n);
+    for (std::size_t i = 0; i < n; ++i) out[i] = host_fp::load(d_.d_type, host, i);
+    return {};
+  }
+
+  static double rel_error(const std::vector<double>& got, const std::vector<double>& ref) {
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const double dlt = got[i] - ref[i];
+      num += dlt * dlt;
+      den += ref[i] * ref[i];
+    }
+    if (std::isnan(num)) return std::numeric_limits<double>::quiet_NaN();
+    return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  }
+
+  std::int64_t sampled_row(std::size_t r) const {
+    return r < static_cast<std::size_t>(sample_rows_) ? static_cast<std::int64_t>(r) * sample_stride_ : d_.m - 1;
+  }
+
+  // The exact value (double accumulation) of D[i][j] from the synthetic inputs.
+  double host_value(std::int64_t i, std::int64_t j) const {
+    const bool a_row = d_.a_layout == Layout::row, b_row = d_.b_layout == Layout::row;
+    double acc = 0;
+    for (std::int64_t k = 0; k < d_.k; ++k) {
+      const double a = a_.at(a_row ? i * d_.lda + k : k * d_.lda + i);
+      const double b = b_.at(b_row ? k * d_.ldb + j : j * d_.ldb + k);
+      acc += a * b;
+    }
+    const EpilogueSpec& ep = d_.epilogue;
+    float x = ep.alpha * static_cast<float>(acc);
+    if (has_c_) x += ep.beta * c_.at(i * d_.ldc + j);
+    if (ep.bias) x += bias_.at(j);
+    if (ep.residual) x += res_.at(i * d_.ldr + j);
+    x = host_fp::activation(ep.activation, x);
+    if (ep.clamp) x = std::min(std::max(x, ep.clamp_lo), ep.clamp_hi);
+    return x;
+  }
+
+  Status make_reference() {
+    // Loose bars: this catches a broken reference (wrong indices, missing tiles give O(1) errors),
+    // not rounding differences.
+    const MathOp math = required_math(d_);
+    const double host_tol = d_.d_type != DType::f32 || math == MathOp::mma_f16 || math == MathOp::mma_bf16 ? 2e-2
+                            : math == MathOp::mma_tf32                                                      ? 1e-3
+                                                                                                             : 1e-4;
+    const int samples = static_cast<int>(std::clamp<std::int64_t>((std::int64_t{1} << 22) / std::max<std::int64_t>(1, d_.k), 8, 64));
+    std::string why;
+    for (const GemmKernelEntry* r : refs_) {
+      std::vector<double> out;
+      double ms = 0;
+      Status s = run_and_sample(*r, out, &ms);
+      if (!s.ok()) {
+        why += std::string(why.empty() ? "" : "; ") + std::string(r->name) + ": " + s.message();
+        continue;
+      }
+      const std::size_t rows = static_cast<std::size_t>(sample_rows_ + (extra_last_row_ ? 1 : 0));
+      double num = 0, den = 0;
+      for (int t = 0; t < samples; ++t) {
+        const std::size_t rr = (static_cast<std::size_t>(t) * 7919u) % rows;
+        const std::int64_t j = static_cast<std::int64_t>((static_cast<std::uint64_t>(t) * 2654435761u + static_cast<std::uint64_t>(t) * t) % static_cast<std::uint64_t>(d_.n));
+        const double want = host_value(sampled_row(rr), j);
+        const double got = out[rr * static_cast<std::size_t>(d_.n) + static_cast<std::size_t>(j)];
+        num += (got - want) * (got - want);
+        den += want * want;
+      }
+      const double err = std::isnan(num) ? std::numeric_limits<double>::quiet_NaN() : den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+      if (err <= host_tol) {
+        ref_ = std::move(out);
+        ref_name_ = std::string(r->name);
+        return {};
+      }
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.2e", err);
+      why += std::string(why.empty() ? "" : "; ") + std::string(r->name) + " differs from the host check by " + buf;
+    }
+    return error(StatusCode::internal, "no trustworthy reference output (" + why + ")");
+  }
+};
+
+inline Status CudaBackend::begin(int device, const GemmDesc& desc, const GemmAlignment& al,
+                                 std::span<const GemmKernelEntry* const> candidates, std::unique_ptr<TuningSession>& out) {
+  if (candidates.empty()) return error(StatusCode::no_instance, "no candidates to tune");
+  auto s = std::make_unique<CudaSession>(pool(device), opt_);
+  KTUNE_RETURN_IF_ERROR(s->open(device, desc, al, candidates));
+  out = std::move(s);
+  return {};
+}
+
+}  // namespace ktune::tuner
