@@ -19,10 +19,12 @@
 namespace ktune::profile {
 namespace {
 
-// The families the default dispatch table registers (ktune/gemm/instances/all.cuh, src/instances/).
-// A family registered but missing here shows up as "also registered" at the end of the listing.
-using DefaultFamilies = std::tuple<families::Sm80MmaF16, families::Sm80MmaF16Small, families::Sm80MmaF16Unaligned,
-                                   families::Sm80MmaTf32, families::Sm80SimtF32>;
+// The default families (ktune/gemm/families.hpp). Each family's summary says how many of its valid
+// instances this binary's dispatch table holds; a registered family missing here shows up as "also
+// registered" at the end of the listing.
+using DefaultFamilies =
+    std::tuple<families::Sm80MmaF16, families::Sm80MmaF16Small, families::Sm80MmaF16Unaligned, families::Sm80MmaTf32,
+               families::Sm80MmaTf32Unaligned, families::Sm80SimtF32, families::Sm90WgmmaF16>;
 
 struct Totals {
   std::size_t families = 0, configs = 0, valid = 0, pruned = 0;
@@ -62,11 +64,12 @@ void list_family(const std::string& filter, Totals& tot) {
   std::printf("  stages     %s\n", join(F::stages).c_str());
   std::printf("  align      %s   (elements per A/B vector access)\n", join(F::aligns).c_str());
 
-  std::size_t valid = 0, pruned = 0, shown_valid = 0, shown_pruned = 0;
+  std::size_t valid = 0, pruned = 0, shown_valid = 0, shown_pruned = 0, registered = 0;
   std::map<std::string_view, int> by_rule;
   for (const auto& c : candidates) {
     if (c.verdict.ok()) {
       ++valid;
+      registered += gemm_table().find(instance_name(c.config).view()) != nullptr ? 1 : 0;
     } else {
       ++pruned;
       ++by_rule[rule_name(c.verdict.rule)];
@@ -74,13 +77,13 @@ void list_family(const std::string& filter, Totals& tot) {
   }
 
   std::printf("  valid instances (%zu):\n", valid);
-  std::printf("    %-56s %9s %8s %10s\n", "name", "smem B", "threads", "regs(est)");
+  std::printf("    %-60s %9s %8s %10s\n", "name", "smem B", "threads", "regs(est)");
   for (const auto& c : candidates) {
     if (!c.verdict.ok()) continue;
     const InstanceName name = instance_name(c.config);
     if (!matches(name.view(), filter)) continue;
     const GemmResources r = estimate_resources(c.config);
-    std::printf("    %-56s %9d %8d %10d\n", name.c_str(), r.smem_bytes, r.threads, r.registers);
+    std::printf("    %-60s %9d %8d %10d\n", name.c_str(), r.smem_bytes, r.threads, r.registers);
     ++shown_valid;
   }
   std::printf("  pruned configs (%zu):\n", pruned);
@@ -88,14 +91,14 @@ void list_family(const std::string& filter, Totals& tot) {
     if (c.verdict.ok()) continue;
     const InstanceName name = instance_name(c.config);
     if (!matches(name.view(), filter)) continue;
-    std::printf("    %-56s %s\n", name.c_str(), c.verdict.to_string().c_str());
+    std::printf("    %-60s %s\n", name.c_str(), c.verdict.to_string().c_str());
     ++shown_pruned;
   }
   std::string rules;
   for (const auto& [rule, n] : by_rule) rules += (rules.empty() ? "" : ", ") + std::string(rule) + " " + std::to_string(n);
   std::printf("  summary %.*s: %zu configs = %zu valid + %zu pruned%s%s", int(F::name.size()), F::name.data(),
               candidates.size(), valid, pruned, rules.empty() ? "" : " (", rules.c_str());
-  std::printf("%s", rules.empty() ? "" : ")");
+  std::printf("%s; %zu of the %zu valid in this binary's dispatch table", rules.empty() ? "" : ")", registered, valid);
   if (!filter.empty()) std::printf("; shown with filter \"%s\": %zu valid, %zu pruned", filter.c_str(), shown_valid, shown_pruned);
   std::printf("\n\n");
 
