@@ -17,11 +17,13 @@
 #include "ktune/dispatch.hpp"
 #include "ktune/gemm/heuristic.hpp"
 #include "ktune/problem.hpp"
+#include "ktune/tuner/default.hpp"
 
 namespace ktune {
 
 struct GemmOptions {
   const char* instance = nullptr;  // run this instance by name instead of choosing one
+  bool heuristic = false;          // choose by the cost model instead of the tuner (no benchmarking)
   GemmLaunchOptions launch{};
 };
 
@@ -69,14 +71,19 @@ inline Status select_gemm(const GemmDesc& desc, const GemmOperands& ops, const G
 }
 
 // D = epilogue(A·B, C, bias, residual) on `stream`. Nothing is launched when the Status is not ok.
+// The instance is the tuner's pick for this problem on this GPU (benchmarked on first use, then a
+// constant-time lookup; see ktune/tuner/default.hpp), unless `opt` names one or asks for the heuristic.
 inline Status gemm(const GemmDesc& desc, const GemmOperands& ops, cudaStream_t stream = nullptr,
                    const GemmOptions& opt = {}) {
   KTUNE_RETURN_IF_ERROR(validate(desc, ops));
   static const bool have_device = cuda_device_count() > 0;
   if (!have_device) return error(StatusCode::no_device, "no CUDA device found");
+  const GemmKernelEntry* e = nullptr;
+  if (opt.instance == nullptr && !opt.heuristic && default_tuner().select(desc, ops, stream, e).ok() && e != nullptr)
+    return e->launch(resolved(desc), ops, opt.launch, stream);
+  // Forced instance, heuristic choice, or the tuner found nothing: select_gemm says precisely why.
   DeviceInfo dev;
   KTUNE_RETURN_IF_ERROR(current_device(dev));
-  const GemmKernelEntry* e = nullptr;
   KTUNE_RETURN_IF_ERROR(select_gemm(desc, ops, gemm_table(), dev, opt, e));
   return e->launch(resolved(desc), ops, opt.launch, stream);
 }
