@@ -520,9 +520,9 @@ inline Status save_cache_file(const std::string& path, CacheStore& store, std::v
     return s;
   }
   Status s = detail::write_all(fd, store.serialize(), tmp);
-  if (s.ok() && ::fsync(fd) != 0) s = detail::io_error("cannot fsync", tmp, errno);
-  if (::close(fd) != 0 && s.ok()) s = detail::io_error("cannot close", tmp, errno);
-  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = detail::io_error("cannot rename onto", path, errno);
+  if (s.ok() && ::fsync(fd) != 0) (void)(s = detail::io_error("cannot fsync", tmp, errno));
+  if (::close(fd) != 0 && s.ok()) (void)(s = detail::io_error("cannot close", tmp, errno));
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) (void)(s = detail::io_error("cannot rename onto", path, errno));
   if (!s.ok()) {
     ::unlink(tmp.c_str());
     warnings.push_back(s.message() + "; cache not saved");

@@ -366,14 +366,14 @@ class CudaSession : public TuningSession {
 
   Validation validate(const GemmKernelEntry& e) override {
     Validation v;
-    if (ref_.empty() && ref_status_.ok()) ref_status_ = make_reference();
+    if (ref_.empty() && ref_status_.ok()) (void)(ref_status_ = make_reference());
     if (!ref_status_.ok()) {
-      v.status = ref_status_;
+      (void)(v.status = ref_status_);
       return v;
     }
     std::vector<double> got;
     double ms = 0;
-    v.status = run_and_sample(e, got, &ms);
+    (void)(v.status = run_and_sample(e, got, &ms));
     if (!v.status.ok()) return v;
     first_ms_[&e] = ms;
     v.rel_error = rel_error(got, ref_);
@@ -398,7 +398,7 @@ class CudaSession : public TuningSession {
       for (std::size_t i = have; i < pool_.events.size(); ++i)
         if (Status s = cuda_status(cudaEventCreate(&pool_.events[i]), "cudaEventCreate"); !s.ok()) {
           pool_.events.resize(i);
-          m.status = s;
+          (void)(m.status = s);
           return m;
         }
     }
@@ -411,24 +411,24 @@ class CudaSession : public TuningSession {
       for (int r = 0; r < n; ++r) {
         if (pool_.flush)
           if (Status s = cuda_status(cudaMemsetAsync(pool_.flush, (r + static_cast<int>(samples.size())) & 0xff, pool_.flush_bytes, pool_.stream), "L2 flush"); !s.ok()) {
-            m.status = s;
+            (void)(m.status = s);
             return m;
           }
         cudaEventRecord(pool_.events[static_cast<std::size_t>(2 * r)], pool_.stream);
         if (Status s = e.launch(d_, ops_, lo, pool_.stream); !s.ok()) {
-          m.status = s;
+          (void)(m.status = s);
           return m;
         }
         cudaEventRecord(pool_.events[static_cast<std::size_t>(2 * r + 1)], pool_.stream);
       }
       if (Status s = cuda_status(cudaEventSynchronize(pool_.events[static_cast<std::size_t>(2 * n - 1)]), "timing run"); !s.ok()) {
-        m.status = s;
+        (void)(m.status = s);
         return m;
       }
       for (int r = 0; r < n; ++r) {
         float ms = 0;
         if (Status s = cuda_status(cudaEventElapsedTime(&ms, pool_.events[static_cast<std::size_t>(2 * r)], pool_.events[static_cast<std::size_t>(2 * r + 1)]), "cudaEventElapsedTime"); !s.ok()) {
-          m.status = s;
+          (void)(m.status = s);
           return m;
         }
         samples.push_back(ms);

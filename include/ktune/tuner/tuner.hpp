@@ -228,7 +228,7 @@ class Tuner {
         if (st.ok()) ++n;
         return st;
       });
-      if (!s.ok() && first.ok()) first = s;
+      if (!s.ok() && first.ok()) (void)(first = s);
     }
     if (tuned) *tuned = n;
     return first;
@@ -267,7 +267,7 @@ class Tuner {
     Status s;
     {
       std::lock_guard lock(store_mu_);
-      s = load_cache_file(path, store_, warnings);
+      (void)(s = load_cache_file(path, store_, warnings));
     }
     for (const auto& w : warnings) log(LogLevel::warn, w);
     return s;
@@ -281,7 +281,7 @@ class Tuner {
     Status s;
     {
       std::lock_guard lock(store_mu_);
-      s = save_cache_file(p, store_, warnings);
+      (void)(s = save_cache_file(p, store_, warnings));
     }
     for (const auto& w : warnings) log(LogLevel::warn, w);
     return s;
@@ -678,8 +678,8 @@ class Tuner {
     {
       std::lock_guard bench(ctx.bench_mu);
       std::unique_ptr<TuningSession> session;
-      session_status = backend_->begin(ctx.ordinal, d, al, std::span<const GemmKernelEntry* const>(ranked), session);
-      if (session_status.ok() && !session) session_status = error(StatusCode::internal, "backend returned no session");
+      (void)(session_status = backend_->begin(ctx.ordinal, d, al, std::span<const GemmKernelEntry* const>(ranked), session));
+      if (session_status.ok() && !session) (void)(session_status = error(StatusCode::internal, "backend returned no session"));
       if (session_status.ok()) {
         const auto m0 = Clock::now();
         double best = std::numeric_limits<double>::infinity();
@@ -811,7 +811,7 @@ class Tuner {
         Status s;
         {
           std::lock_guard lock(store_mu_);
-          s = save_cache_file(opt.cache_path, store_, warnings);
+          (void)(s = save_cache_file(opt.cache_path, store_, warnings));
         }
         if (!s.ok()) cache_writable_.store(false);  // warn once, not on every key
         for (const auto& w : warnings) log(LogLevel::warn, w);

@@ -1,0 +1,271 @@
+// GPU tests of the runtime tuner with the CUDA measuring backend: the tuned instance computes the
+// right result, tuning leaves the caller's buffers untouched (C aliasing D included), broken
+// candidates are excluded by validation, graph capture never benchmarks, and a cache written by one
+// process is used by another without re-tuning.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gpu/test_util.cuh"
+#include "ktune/tuner/cuda_backend.hpp"
+#include "ktune/tuner/tuner.hpp"
+
+using namespace kt;
+using namespace ktune::tuner;
+
+namespace {
+
+struct Logged {
+  std::mutex mu;
+  std::vector<std::string> lines;
+  std::vector<TuningReport> reports;
+};
+
+TunerOptions test_options(Logged& log, std::string cache = {}) {
+  TunerOptions o;
+  o.log_level = LogLevel::verbose;
+  o.cache_path = std::move(cache);
+  o.log_sink = [&log](LogLevel, std::string_view m) {
+    std::lock_guard lock(log.mu);
+    log.lines.emplace_back(m);
+  };
+  o.on_report = [&log](const TuningReport& r) {
+    std::lock_guard lock(log.mu);
+    log.reports.push_back(r);
+  };
+  return o;
+}
+
+std::string joined(Logged& log) {
+  std::lock_guard lock(log.mu);
+  std::string s;
+  for (const auto& l : log.lines) s += l + "\n";
+  return s;
+}
+
+bool have(MathOp m, Layout la, Layout lb) {
+  for (const auto& e : gemm_table().entries())
+    if (e.config.math == m && e.config.a_layout == la && e.config.b_layout == lb) return true;
+  return false;
+}
+
+// A small f16 "tn" problem with C aliasing D, bias and ReLU, on random data.
+struct AliasProblem {
+  GemmDesc desc;
+  Matrix A, B, D, bias;
+  std::vector<double> d_init;
+  GemmOperands ops() const {
+    GemmOperands o;
+    o.a = A.data();
+    o.b = B.data();
+    o.c = D.data();
+    o.d = D.data();
+    o.bias = bias.data();
+    return o;
+  }
+  explicit AliasProblem(int m = 384, int n = 320, int k = 256, std::uint64_t seed = 7) {
+    Rng rng(seed);
+    desc.m = m;
+    desc.n = n;
+    desc.k = k;
+    desc.ab_type = DType::f16;
+    desc.d_type = DType::f16;
+    desc.a_layout = Layout::row;
+    desc.b_layout = Layout::col;
+    desc.epilogue = bias_activation(Activation::relu);
+    desc.epilogue.alpha = 1.25f;
+    desc.epilogue.beta = 0.5f;
+    A = random_matrix(storage(DType::f16, m, k, true), rng);
+    B = random_matrix(storage(DType::f16, k, n, false), rng);
+    D = random_matrix(storage(DType::f16, m, n, true), rng);
+    bias = random_matrix(storage(DType::f16, 1, n, true), rng);
+    d_init = D.vals;
+  }
+  std::vector<double> reference() const {
+    const std::vector<double> acc = reference_ab(A, B);
+    return reference_epilogue(acc, desc.m, desc.n, desc.epilogue, &d_init, &bias.vals, nullptr);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("tuner GPU: tuning leaves the caller's buffers untouched and the tuned instance is correct") {
+  if (!have(MathOp::mma_f16, Layout::row, Layout::col)) return;
+  Logged log;
+  Tuner tuner(std::make_shared<CudaBackend>(), &gemm_table(), test_options(log));
+  AliasProblem p;
+  const std::vector<unsigned char> a0 = p.A.download(), b0 = p.B.download(), d0 = p.D.download(), bias0 = p.bias.download();
+  cudaStream_t stream = nullptr;
+  KT_CUDA(cudaStreamCreate(&stream));
+  const GemmKernelEntry* e = nullptr;
+  const Status s = tuner.select(p.desc, p.ops(), stream, e);
+  REQUIRE_MESSAGE(s.ok(), s.to_string());
+  REQUIRE(e != nullptr);
+  KT_CUDA(cudaStreamSynchronize(stream));
+  // Nothing the caller owns changed (D is also C here).
+  CHECK(p.A.download() == a0);
+  CHECK(p.B.download() == b0);
+  CHECK(p.D.download() == d0);
+  CHECK(p.bias.download() == bias0);
+  REQUIRE(!log.reports.empty());
+  const TuningReport r = log.reports.back();
+  CHECK(r.source == Source::tuned);
+  CHECK(r.winner == std::string(e->name));
+  CHECK(r.scratch_bytes > 0);
+  CHECK(r.count(TacticStatus::failed_validation) == 0);
+  CHECK(r.count(TacticStatus::failed_launch) == 0);
+  MESSAGE(joined(log));
+  // The winner on the caller's real arguments.
+  REQUIRE(e->launch(resolved(p.desc), p.ops(), GemmLaunchOptions{}, stream).ok());
+  KT_CUDA(cudaStreamSynchronize(stream));
+  const Check c = check_output(p.D, p.reference(), &p.d_init);
+  CHECK_MESSAGE(c.ok(tolerance(MathOp::mma_f16, DType::f16)), c.summary());
+  // Later calls are lookups.
+  const GemmKernelEntry* again = nullptr;
+  REQUIRE(tuner.select(p.desc, p.ops(), stream, again).ok());
+  CHECK(again == e);
+  CHECK(tuner.counters().tunings == 1);
+  KT_CUDA(cudaStreamDestroy(stream));
+}
+
+namespace {
+// Candidates that launch but compute the wrong thing: one writes nothing, one drops the last K step.
+const GemmKernelEntry* g_real = nullptr;
+Status launch_nothing(const GemmDesc&, const GemmOperands&, const GemmLaunchOptions&, cudaStream_t) { return {}; }
+Status launch_short_k(const GemmDesc& d, const GemmOperands& o, const GemmLaunchOptions& l, cudaStream_t s) {
+  GemmDesc shorter = resolved(d);
+  shorter.k -= 16;
+  return g_real->launch(shorter, o, l, s);
+}
+}  // namespace
+
+TEST_CASE("tuner GPU: candidates with wrong output fail validation and are never picked") {
+  if (!have(MathOp::mma_f16, Layout::row, Layout::col)) return;
+  GemmTable table;
+  for (const auto& e : gemm_table().entries()) table.add(e);
+  AliasProblem p(256, 256, 512, 11);
+  DeviceInfo dev;
+  backend::device_info(dev);
+  const GemmDesc d = resolved(p.desc);
+  const auto cands = gemm_table().candidates(d, alignment_of(d, p.ops()), &dev);
+  REQUIRE(!cands.empty());
+  g_real = cands.back();
+  GemmKernelEntry nothing = *g_real, short_k = *g_real;
+  nothing.name = "test_broken_writes_nothing";
+  nothing.launch = &launch_nothing;
+  short_k.name = "test_broken_short_k";
+  short_k.launch = &launch_short_k;
+  table.add(nothing);
+  table.add(short_k);
+  Logged log;
+  TunerOptions o = test_options(log);
+  // Rank the broken ones first, so they would be measured first and be fastest.
+  o.cost_model = [](const GemmKernelEntry& e, const GemmDesc&, const DeviceInfo&) {
+    return std::string_view(e.name).rfind("test_broken", 0) == 0 ? 0.0 : 1.0;
+  };
+  Tuner tuner(std::make_shared<CudaBackend>(), &table, std::move(o));
+  const GemmKernelEntry* e = nullptr;
+  REQUIRE(tuner.select(p.desc, p.ops(), nullptr, e).ok());
+  REQUIRE(e != nullptr);
+  CHECK(std::string_view(e->name).rfind("test_broken", 0) != 0);
+  const TuningReport r = log.reports.back();
+  int broken = 0;
+  for (const auto& t : r.records)
+    if (t.name.rfind("test_broken", 0) == 0) {
+      ++broken;
+      CHECK_MESSAGE(t.status == TacticStatus::failed_validation, t.name << ": " << to_string(t.status) << " " << t.detail);
+    }
+  CHECK(broken == 2);
+  MESSAGE(joined(log));
+}
+
+TEST_CASE("tuner GPU: a call made while capturing a graph never benchmarks; tune_pending() tunes it later") {
+  if (!have(MathOp::mma_f16, Layout::row, Layout::col)) return;
+  Logged log;
+  Tuner tuner(std::make_shared<CudaBackend>(), &gemm_table(), test_options(log));
+  AliasProblem p(200, 264, 128, 5);
+  cudaStream_t stream = nullptr;
+  KT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph = nullptr;
+  KT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const GemmKernelEntry* e = nullptr;
+  const Status s = tuner.select(p.desc, p.ops(), stream, e);
+  Status launched;
+  if (s.ok() && e) (void)(launched = e->launch(resolved(p.desc), p.ops(), GemmLaunchOptions{}, stream));
+  KT_CUDA(cudaStreamEndCapture(stream, &graph));
+  REQUIRE_MESSAGE(s.ok(), s.to_string());
+  REQUIRE(e != nullptr);
+  REQUIRE(launched.ok());
+  CHECK(tuner.counters().tunings == 0);
+  CHECK(tuner.pending_count() == 1);
+  cudaGraphExec_t exec = nullptr;
+  KT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  KT_CUDA(cudaGraphLaunch(exec, stream));
+  KT_CUDA(cudaStreamSynchronize(stream));
+  const Check c = check_output(p.D, p.reference(), &p.d_init);
+  CHECK_MESSAGE(c.ok(tolerance(MathOp::mma_f16, DType::f16)), c.summary());
+  std::size_t n = 0;
+  REQUIRE(tuner.tune_pending(&n).ok());
+  CHECK(n == 1);
+  CHECK(tuner.counters().tunings == 1);
+  CHECK(tuner.lookup(p.desc, p.ops()) != nullptr);
+  KT_CUDA(cudaGraphExecDestroy(exec));
+  KT_CUDA(cudaGraphDestroy(graph));
+  KT_CUDA(cudaStreamDestroy(stream));
+}
+
+// Runs only as the child of the next test (KTUNE_TEST_CHILD_CACHE set): selects the same problem with
+// a fresh tuner on the cache file and requires that nothing was measured.
+TEST_CASE("tuner GPU: child process reads the cache") {
+  const char* path = std::getenv("KTUNE_TEST_CHILD_CACHE");
+  if (path == nullptr) return;
+  Logged log;
+  Tuner tuner(std::make_shared<CudaBackend>(), &gemm_table(), test_options(log, path));
+  AliasProblem p(512, 512, 512, 3);
+  const GemmKernelEntry* e = nullptr;
+  REQUIRE(tuner.select(p.desc, p.ops(), nullptr, e).ok());
+  REQUIRE(e != nullptr);
+  CHECK(tuner.counters().tunings == 0);
+  CHECK(tuner.counters().from_cache == 1);
+  const char* want = std::getenv("KTUNE_TEST_CHILD_EXPECT");
+  CHECK(want != nullptr);
+  if (want) CHECK(std::string(e->name) == want);
+}
+
+TEST_CASE("tuner GPU: a cache written by one process is used by another without re-tuning") {
+  if (std::getenv("KTUNE_TEST_CHILD_CACHE") != nullptr) return;
+  if (!have(MathOp::mma_f16, Layout::row, Layout::col)) return;
+  const std::string path = (std::filesystem::temp_directory_path() / ("ktune_gpu_cache_" + std::to_string(::getpid()) + ".ktune")).string();
+  std::filesystem::remove(path);
+  std::string winner;
+  {
+    Logged log;
+    Tuner tuner(std::make_shared<CudaBackend>(), &gemm_table(), test_options(log, path));
+    AliasProblem p(512, 512, 512, 3);
+    const GemmKernelEntry* e = nullptr;
+    REQUIRE(tuner.select(p.desc, p.ops(), nullptr, e).ok());
+    REQUIRE(e != nullptr);
+    CHECK(tuner.counters().tunings == 1);
+    winner = std::string(e->name);
+    MESSAGE("tuning took " << log.reports.back().tuning_ms << " ms for " << log.reports.back().records.size() << " instances");
+  }
+  REQUIRE(std::filesystem::exists(path));
+  std::ifstream f(path);
+  std::stringstream text;
+  text << f.rdbuf();
+  MESSAGE("cache file:\n" << text.str());
+  char exe[4096] = {};
+  const ssize_t len = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  REQUIRE(len > 0);
+  const std::string cmd = "KTUNE_TEST_CHILD_CACHE='" + path + "' KTUNE_TEST_CHILD_EXPECT='" + winner + "' '" +
+                          std::string(exe, static_cast<std::size_t>(len)) + "' -tc='tuner GPU: child process reads the cache' > /dev/null";
+  CHECK(std::system(cmd.c_str()) == 0);
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + ".lock");
+}
