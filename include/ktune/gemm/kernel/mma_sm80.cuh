@@ -177,6 +177,16 @@ struct MmaMainloop {
 
   __device__ __forceinline__ static void run(float (&acc)[MI][NI][4], char* smem, const T* A, std::int64_t lda,
                                              const T* B, std::int64_t ldb, int m0, int n0, int M, int N, int K) {
+    const int tid = threadIdx.x;
+    run_pipelined(acc, smem, K, [&](int slot, int kt) { load_stage(smem, slot, kt, A, lda, B, ldb, m0, n0, M, N, K, tid); });
+  }
+
+  // The pipeline with the global→shared copies supplied by the caller: load(slot, kt) issues the
+  // copies of k-tile kt into stage slot `slot` (A at smem + slot·stage_bytes as a TileA, B TileB::bytes
+  // after it). It is called exactly once per k-tile, for kt = 0, 1, 2, … in order, so a stateful
+  // operand iterator may advance on every call (the implicit-GEMM convolution's A loader does).
+  template <class LoadStage>
+  __device__ __forceinline__ static void run_pipelined(float (&acc)[MI][NI][4], char* smem, int K, LoadStage&& load) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm0 = (warp / (BN / WN)) * WM, wn0 = (warp % (BN / WN)) * WN;
 #pragma unroll
@@ -190,7 +200,7 @@ struct MmaMainloop {
     // Prologue: fill stages-1 slots, then wait for the first.
 #pragma unroll
     for (int s = 0; s < C.stages - 1; ++s) {
-      if (s < k_tiles) load_stage(smem, s, s, A, lda, B, ldb, m0, n0, M, N, K, tid);
+      if (s < k_tiles) load(s, s);
       copy_commit();
     }
     copy_wait<C.stages - 2>();
@@ -223,7 +233,7 @@ struct MmaMainloop {
         load_frags((kk + 1) & 1, read_slot, (kk + 1) % KI);
         if (kk == 0) {
           const int next = kt + C.stages - 1;
-          if (next < k_tiles) load_stage(smem, next % C.stages, next, A, lda, B, ldb, m0, n0, M, N, K, tid);
+          if (next < k_tiles) load(next % C.stages, next);
           copy_commit();
         }
 #pragma unroll
