@@ -8,10 +8,13 @@
 # then print a summary table. Every step runs even when an earlier one failed; the exit code is
 # non-zero when any step failed.
 #
-# Logs go to $OUT when it is set (at most 8 files: 1-build.log 2-ctest.log 3-profile.log 4-bench.log
-# 5-resource-usage.txt summary.txt), else to build-gpu/gpu-check/. Written for a machine with cmake,
+# Logs go to $OUT when it is set (at most 8 files: 1-build.log 2-ctest.log 3-profile.log 3-profile.csv
+# 4-bench.log 5-resource-usage.txt summary.txt), else to build-gpu/gpu-check/. Written for a machine with cmake,
 # ninja, nvcc, doctest and Google Benchmark but no ccache and no network: it installs nothing.
-# Environment: KTUNE_GPU_BUILD_DIR (default build-gpu), KTUNE_JOBS (default nproc), KTUNE_CMAKE_ARGS.
+# Environment: KTUNE_GPU_BUILD_DIR (default build-gpu), KTUNE_JOBS (default nproc), KTUNE_CMAKE_ARGS,
+# KTUNE_PROFILE_ARGS (ktune-profile's arguments; default none: the built-in default problems).
+# A copy of the tree without .git stamps reports with commit "unknown": pass the commit along, e.g.
+#   KTUNE_CMAKE_ARGS=-DKTUNE_GIT_COMMIT=$(git rev-parse --short=12 HEAD) scripts/gpu-check.sh
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -61,33 +64,40 @@ gen=()
 if [ ! -f "$BUILD/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi
 # shellcheck disable=SC2206
 extra=(${KTUNE_CMAKE_ARGS:-})
-build_ok=0
-if run_step "configure" 1-build.log 300 cmake -S "$ROOT" -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release "${extra[@]}" &&
-   run_step "build (-j$JOBS)" 1-build.log 420 cmake --build "$BUILD" -j "$JOBS"; then
-  build_ok=1
+# The build keeps going past a failing target (-k), so the tests and tools that did build still run.
+configured=0
+run_step "configure" 1-build.log 300 cmake -S "$ROOT" -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release "${extra[@]}" &&
+  configured=1
+if [ "$configured" = 1 ]; then
+  keep_going=(-k)
+  grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja' "$BUILD/CMakeCache.txt" && keep_going=(-k 0)
+  run_step "build (-j$JOBS)" 1-build.log 420 cmake --build "$BUILD" -j "$JOBS" -- "${keep_going[@]}"
+  while IFS= read -r l; do note "$l"; done < <(grep -E '^FAILED: ' "$LOGS/1-build.log" | sed 's/^FAILED: \(\[code=[0-9]*\] \)\?/build failed: /')
 fi
 archs=$(grep -m1 '^CMAKE_CUDA_ARCHITECTURES:' "$BUILD/CMakeCache.txt" 2>/dev/null | cut -d= -f2)
 note "CUDA architectures: ${archs:-?}"
 # The nvcc command lines: Hopper must be built as arch=compute_90a,code=sm_90a, never plain sm_90.
 if command -v ninja >/dev/null 2>&1 && [ -f "$BUILD/build.ninja" ]; then
-  gencodes=$(ninja -C "$BUILD" -t commands 2>/dev/null | grep -o -- '--generate-code=[^ ]*' | sort -u | tr '\n' ' ')
+  gencodes=$(ninja -C "$BUILD" -t commands 2>/dev/null | grep -o -- '--generate-code=[^ "]*' | sort -u | tr '\n' ' ')
   note "nvcc targets: ${gencodes:-none found}"
   echo "nvcc targets: $gencodes" >>"$LOGS/1-build.log"
 fi
 
 # ---- 2. tests ---------------------------------------------------------------------------------------
-if [ "$build_ok" = 1 ]; then
+if [ "$configured" = 1 ]; then
   run_step "ctest" 2-ctest.log 300 ctest --test-dir "$BUILD" --output-on-failure --timeout 240
   line=$(grep -E 'tests passed|tests failed' "$LOGS/2-ctest.log" | tail -n 1)
   note "ctest: ${line:-no summary line}"
   while IFS= read -r l; do note "$l"; done < <(grep -E '^[[:space:]]*[0-9]+/[0-9]+ Test' "$LOGS/2-ctest.log" | sed 's/^ *//')
 else
-  SUMMARY+=("$(printf '%-26s %-16s' ctest 'not run (build failed)')")
+  SUMMARY+=("$(printf '%-26s %-16s' ctest 'not run (configure failed)')")
 fi
 
 # ---- 3. ktune-profile -------------------------------------------------------------------------------
 if [ -x "$BUILD/ktune-profile" ]; then
-  run_step "ktune-profile (defaults)" 3-profile.log 240 "$BUILD/ktune-profile"
+  # shellcheck disable=SC2206
+  profile_args=(${KTUNE_PROFILE_ARGS:-})
+  run_step "ktune-profile ${profile_args[*]:-(defaults)}" 3-profile.log 300 "$BUILD/ktune-profile" "${profile_args[@]}" --csv "$LOGS/3-profile.csv"
 else
   SUMMARY+=("$(printf '%-26s %-16s' ktune-profile 'not built')")
 fi
