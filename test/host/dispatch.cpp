@@ -67,10 +67,20 @@ const GemmKernelEntry* find_entry(MathOp m, Layout la, Layout lb, int align) {
   });
 }
 
-int count_entries(MathOp m, Layout la, Layout lb, int min_align = 1) {
+// Does an instance of math `m` serve problems of kind `kind` (a problem's required_math)? Instances with
+// other instructions for the same operands (e.g. Hopper wgmma for f16/bf16) serve the same kind.
+bool serves(MathOp m, MathOp kind) {
+  if (operand_type(m) != operand_type(kind)) return false;
+  return operand_type(m) != DType::f32 || uses_tensor_cores(m) == uses_tensor_cores(kind);
+}
+
+int count_entries(MathOp kind, Layout la, Layout lb, int min_align = 1, const DeviceInfo* dev = nullptr) {
   int n = 0;
   for (const auto& e : gemm_table().entries())
-    n += e.config.math == m && e.config.a_layout == la && e.config.b_layout == lb && e.config.align >= min_align ? 1 : 0;
+    n += serves(e.config.math, kind) && e.config.a_layout == la && e.config.b_layout == lb &&
+                 e.config.align >= min_align && (dev == nullptr || e.config.arch_cc <= dev->cc)
+             ? 1
+             : 0;
   return n;
 }
 
@@ -132,16 +142,17 @@ TEST_CASE("can_implement: shared memory beyond the device's opt-in limit") {
   CAPTURE(big->name);
   const int need = big->resources.smem_bytes;
   const GemmConfig& c = big->config;
+  // A device of exactly the instance's architecture, so only shared memory can refuse it.
   const GemmDesc d = resolved(desc(4096, 4096, 4096, c.operand(), c.a_layout, c.b_layout, DType::f32,
-                                   c.math == MathOp::mma_tf32 ? Compute::tf32 : Compute::f32));
+                                   c.operand() == DType::f32 && uses_tensor_cores(c.math) ? Compute::tf32 : Compute::f32));
   const GemmAlignment al{8, 8, 8};
-  const DeviceInfo small = fake_device(86, need - 1024);
+  const DeviceInfo small = fake_device(c.arch_cc, need - 1024);
   const Status s = can_implement(*big, d, al, &small);
   CHECK(s.code() == StatusCode::no_instance);
   CHECK(s.message() == "instance needs " + std::to_string(need) + " B shared memory, device allows " +
                            std::to_string(need - 1024));
   CHECK(can_implement(*big, d, al, &h200).ok());
-  const DeviceInfo exact = fake_device(86, need);  // a limit equal to the need is enough
+  const DeviceInfo exact = fake_device(c.arch_cc, need);  // a limit equal to the need is enough
   CHECK(can_implement(*big, d, al, &exact).ok());
 }
 
@@ -152,8 +163,9 @@ TEST_CASE("can_implement: on sm86 (99 KB opt-in) exactly the instances within 99
   int over = 0;
   for (const auto& e : gemm_table().entries()) {
     const GemmConfig& c = e.config;
+    if (c.arch_cc > 86) continue;  // built for a later architecture: refused for that reason
     const GemmDesc d = resolved(desc(4096, 4096, 4096, c.operand(), c.a_layout, c.b_layout, DType::f32,
-                                     c.math == MathOp::mma_tf32 ? Compute::tf32 : Compute::f32));
+                                     c.operand() == DType::f32 && uses_tensor_cores(c.math) ? Compute::tf32 : Compute::f32));
     const Status s = can_implement(e, d, GemmAlignment{8, 8, 8}, &sm86dev);
     CAPTURE(e.name);
     CHECK(s.ok() == (e.resources.smem_bytes <= 99 * 1024));
@@ -166,24 +178,25 @@ TEST_CASE("candidates: all matching entries, one why-not line per other entry") 
   const GemmDesc d = resolved(desc(4096, 4096, 4096, DType::bf16, Layout::row, Layout::col));
   std::vector<std::string> why;
   const auto c8 = gemm_table().candidates(d, GemmAlignment{8, 8, 8}, &h200, &why);
-  CHECK(c8.size() == static_cast<std::size_t>(count_entries(MathOp::mma_bf16, Layout::row, Layout::col)));
+  CHECK(c8.size() == static_cast<std::size_t>(count_entries(MathOp::mma_bf16, Layout::row, Layout::col, 1, &h200)));
   CHECK(c8.size() + why.size() == gemm_table().size());
   for (const auto* e : c8) {
-    CHECK(e->config.math == MathOp::mma_bf16);
+    CHECK(serves(e->config.math, MathOp::mma_bf16));
     CHECK(e->config.a_layout == Layout::row);
     CHECK(e->config.b_layout == Layout::col);
   }
   for (const auto& line : why) CHECK(line.rfind("ktune_gemm_", 0) == 0);
   // Alignment 2 leaves the 2- and 1-element instances, alignment 1 only the 1-element one.
   const auto c2 = gemm_table().candidates(d, GemmAlignment{2, 2, 2}, &h200);
-  CHECK(c2.size() == static_cast<std::size_t>(count_entries(MathOp::mma_bf16, Layout::row, Layout::col) -
-                                              count_entries(MathOp::mma_bf16, Layout::row, Layout::col, 4)));
+  CHECK(c2.size() == static_cast<std::size_t>(count_entries(MathOp::mma_bf16, Layout::row, Layout::col, 1, &h200) -
+                                              count_entries(MathOp::mma_bf16, Layout::row, Layout::col, 4, &h200)));
   for (const auto* e : c2) CHECK(e->config.align <= 2);
   const auto c1 = gemm_table().candidates(d, GemmAlignment{1, 1, 1}, &h200);
   REQUIRE(c1.size() >= 1);
   for (const auto* x : c1) CHECK(x->config.align == 1);
-  // A pre-Ampere device: nothing.
-  CHECK(gemm_table().candidates(d, GemmAlignment{8, 8, 8}, nullptr).size() == c8.size());
+  // No device: only math, layout and alignment count. A pre-Ampere device: nothing.
+  CHECK(gemm_table().candidates(d, GemmAlignment{8, 8, 8}, nullptr).size() ==
+        static_cast<std::size_t>(count_entries(MathOp::mma_bf16, Layout::row, Layout::col)));
   const DeviceInfo turing = fake_device(75, 64 * 1024);
   CHECK(gemm_table().candidates(d, GemmAlignment{8, 8, 8}, &turing).empty());
 }
@@ -196,14 +209,14 @@ TEST_CASE("select_gemm: an aligned bf16 problem gets a 16-byte-vector instance o
       CAPTURE(s.to_string());
       REQUIRE(e != nullptr);
       CAPTURE(e->name);
-      CHECK(e->config.math == MathOp::mma_bf16);
+      CHECK(serves(e->config.math, MathOp::mma_bf16));
       CHECK(e->config.a_layout == la);
       CHECK(e->config.b_layout == lb);
       CHECK(e->config.align == 8);
     }
   const GemmKernelEntry* f16 = select(desc(2048, 1024, 512, DType::f16, Layout::row, Layout::col, DType::f16));
   REQUIRE(f16 != nullptr);
-  CHECK(f16->config.math == MathOp::mma_f16);
+  CHECK(serves(f16->config.math, MathOp::mma_f16));
   CHECK(f16->config.align == 8);
 }
 
@@ -212,7 +225,7 @@ TEST_CASE("select_gemm: odd K (or odd leading dimensions) selects a narrow-vecto
   const GemmKernelEntry* e = select(desc(4096, 4096, 4095, DType::bf16, Layout::row, Layout::col));
   REQUIRE(e != nullptr);
   CAPTURE(e->name);
-  CHECK(e->config.math == MathOp::mma_bf16);
+  CHECK(serves(e->config.math, MathOp::mma_bf16));
   CHECK(e->config.align == 1);
   // K = 4094: 2-element vectors are possible.
   const GemmKernelEntry* e2 = select(desc(4096, 4096, 4094, DType::f16, Layout::row, Layout::col));
@@ -239,12 +252,12 @@ TEST_CASE("select_gemm: f32 operands get SIMT by default and tf32 tensor cores o
   const GemmKernelEntry* tf32 =
       select(desc(1024, 1024, 1024, DType::f32, Layout::row, Layout::col, DType::f32, Compute::tf32));
   REQUIRE(tf32 != nullptr);
-  CHECK(tf32->config.math == MathOp::mma_tf32);
+  CHECK(serves(tf32->config.math, MathOp::mma_tf32));
   CHECK(tf32->config.align == 4);
   const GemmKernelEntry* tf32_odd =
       select(desc(1023, 1025, 1027, DType::f32, Layout::col, Layout::col, DType::bf16, Compute::tf32));
   REQUIRE(tf32_odd != nullptr);
-  CHECK(tf32_odd->config.math == MathOp::mma_tf32);
+  CHECK(serves(tf32_odd->config.math, MathOp::mma_tf32));
   CHECK(tf32_odd->config.align == 1);
 }
 
