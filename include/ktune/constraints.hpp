@@ -21,6 +21,11 @@ enum class Rule {
   vector_divides_tile,     // the tile's contiguous extent must be a multiple of the vector
   copy_divides_threads,    // a tile's vectors must spread evenly over the block's threads
   thread_tile_shape,       // SIMT thread tile must be 4 or 8 wide in M and N (float4 smem reads)
+  // sm90 (TMA + wgmma) instances:
+  swizzle_row_bytes,       // BK·element size must be one 128-byte swizzle row
+  warpgroups_in_range,     // 1 or 2 consumer warpgroups (plus the producer warpgroup)
+  tma_box_extent,          // a TMA box extent (BM or BN) is at most 256 elements
+  tma_alignment,           // TMA needs 16-byte aligned rows and base addresses: 16-byte vectors
 };
 
 constexpr std::string_view rule_name(Rule r) {
@@ -39,6 +44,10 @@ constexpr std::string_view rule_name(Rule r) {
     case Rule::vector_divides_tile: return "vector_divides_tile";
     case Rule::copy_divides_threads: return "copy_divides_threads";
     case Rule::thread_tile_shape: return "thread_tile_shape";
+    case Rule::swizzle_row_bytes: return "swizzle_row_bytes";
+    case Rule::warpgroups_in_range: return "warpgroups_in_range";
+    case Rule::tma_box_extent: return "tma_box_extent";
+    case Rule::tma_alignment: return "tma_alignment";
   }
   return "?";
 }
@@ -73,6 +82,12 @@ struct Verdict {
       case Rule::copy_divides_threads:
         return n(value) + " vectors per tile do not divide evenly over " + n(limit) + " threads";
       case Rule::thread_tile_shape: return "thread tile extent " + n(value) + " is not 4 or 8";
+      case Rule::swizzle_row_bytes:
+        return "BK spans " + n(value) + " bytes, the 128-byte swizzle needs exactly " + n(limit);
+      case Rule::warpgroups_in_range: return n(value) + " consumer warpgroups outside [1, " + n(limit) + "]";
+      case Rule::tma_box_extent: return "TMA box extent " + n(value) + " exceeds " + n(limit) + " elements";
+      case Rule::tma_alignment:
+        return "TMA needs 16-byte aligned rows, " + n(value) + "-byte vectors are not (need " + n(limit) + ")";
     }
     return "?";
   }

@@ -35,17 +35,25 @@ struct GemmKernelEntry {
 inline Status can_implement(const GemmKernelEntry& e, const GemmDesc& d, const GemmAlignment& al,
                             const DeviceInfo* dev) {
   const GemmConfig& c = e.config;
-  if (c.math != required_math(d))
+  if (!math_implements(c.math, required_math(d)))
     return error(StatusCode::unsupported, "instance computes " + std::string(to_string(c.math)) + ", problem needs " +
                                               std::string(to_string(required_math(d))));
   if (c.a_layout != d.a_layout || c.b_layout != d.b_layout)
     return error(StatusCode::unsupported, "instance is for layout " + std::string(1, layout_letter(c.a_layout)) +
                                               layout_letter(c.b_layout) + ", problem is " + layout_letter(d.a_layout) +
                                               layout_letter(d.b_layout));
+  if (is_wgmma(c.math) && (al.a % c.align != 0 || al.b % c.align != 0))
+    return error(StatusCode::misaligned, "instance loads A and B with TMA, which needs 16-byte aligned base addresses, "
+                                         "leading dimensions and contiguous extents (" + std::to_string(c.align) +
+                                             "-element vectors): A allows " + std::to_string(al.a) + ", B allows " +
+                                             std::to_string(al.b));
   if (al.a % c.align != 0 || al.b % c.align != 0)
     return error(StatusCode::misaligned, "instance needs " + std::to_string(c.align) + "-element vectors, A allows " +
                                              std::to_string(al.a) + ", B allows " + std::to_string(al.b));
   if (dev != nullptr) {
+    // sm_90a code (wgmma, setmaxnreg) runs on compute capability 9.0 only, not on later architectures.
+    if (is_wgmma(c.math) && dev->cc != 90)
+      return error(StatusCode::no_instance, "instance needs sm90a (compute capability 9.0 exactly), device is sm" + std::to_string(dev->cc));
     if (dev->cc < c.arch_cc)
       return error(StatusCode::no_instance, "instance needs sm" + std::to_string(c.arch_cc) + ", device is sm" + std::to_string(dev->cc));
     if (e.resources.smem_bytes > dev->smem_optin_bytes)

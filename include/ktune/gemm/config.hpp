@@ -11,7 +11,7 @@
 namespace ktune {
 
 struct TileShape { int m, n, k; };   // threadblock tile BM×BN×BK
-struct WarpShape { int m, n; };      // per-warp tile WM×WN
+struct WarpShape { int m, n; };      // per-warp tile WM×WN (wgmma instances: per consumer warpgroup)
 
 struct GemmConfig {
   int arch_cc = 80;                  // lowest architecture the instance is built and pruned for
@@ -26,7 +26,10 @@ struct GemmConfig {
   constexpr DType operand() const { return operand_type(math); }
   constexpr int warps_m() const { return warp.m > 0 ? tile.m / warp.m : 0; }
   constexpr int warps_n() const { return warp.n > 0 ? tile.n / warp.n : 0; }
-  constexpr int warps() const { return warps_m() * warps_n(); }
+  // wgmma instances (sm90): `warp` is the tile of one consumer warpgroup (4 warps issuing wgmma
+  // together), and one more warpgroup produces (issues the TMA loads).
+  constexpr int consumer_warpgroups() const { return is_wgmma(math) ? warps_m() * warps_n() : 0; }
+  constexpr int warps() const { return is_wgmma(math) ? 4 * (consumer_warpgroups() + 1) : warps_m() * warps_n(); }
   constexpr int threads() const { return warps() * 32; }
   // Is the operand's contiguous dimension K? (A row-major, B column-major.)
   constexpr bool a_k_contiguous() const { return a_layout == Layout::row; }
@@ -41,6 +44,8 @@ constexpr std::string_view math_short_name(MathOp m) {
     case MathOp::mma_f16: return "f16";
     case MathOp::mma_bf16: return "bf16";
     case MathOp::mma_tf32: return "tf32";
+    case MathOp::wgmma_f16: return "wgmma_f16";
+    case MathOp::wgmma_bf16: return "wgmma_bf16";
   }
   return "?";
 }

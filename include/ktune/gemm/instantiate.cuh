@@ -5,6 +5,7 @@
 
 #include "ktune/family.hpp"
 #include "ktune/gemm/kernel/gemm_kernel.cuh"
+#include "ktune/gemm/kernel/sm90/kernel.cuh"
 
 namespace ktune {
 
@@ -18,8 +19,12 @@ struct FamilyConfig {
 template <class F, std::size_t I>
 GemmKernelEntry make_entry() {
   using Cfg = FamilyConfig<F, I>;
-  return GemmKernelEntry{Cfg::name.view(), F::name, Cfg::value, estimate_resources(Cfg::value),
-                         &kernel::launch_builtin<Cfg>, &kernel::attributes_of<Cfg>};
+  if constexpr (is_wgmma(Cfg::value.math))  // Hopper: TMA + wgmma, warp-specialized (kernel/sm90/)
+    return GemmKernelEntry{Cfg::name.view(), F::name, Cfg::value, estimate_resources(Cfg::value),
+                           &kernel::sm90::launch_builtin<Cfg>, &kernel::sm90::attributes_of<Cfg>};
+  else
+    return GemmKernelEntry{Cfg::name.view(), F::name, Cfg::value, estimate_resources(Cfg::value),
+                           &kernel::launch_builtin<Cfg>, &kernel::attributes_of<Cfg>};
 }
 
 // Register the survivors with index % Parts == Part (so one family can be split over translation

@@ -1,0 +1,114 @@
+// ktune/gemm/kernel/sm90/mainloop.cuh — the Hopper mainloop of one BM×BN×64 k-tile: what the producer
+// loads (TMA boxes) and what each consumer warpgroup computes from it (wgmma on descriptors).
+//
+// Shared memory of one stage: A then B, every row one 128-byte swizzle row of 64 16-bit elements.
+//   K-major A (row-major A): one TMA box {64 k, BM m}: row m at m·128 B.
+//   M-major A (column-major A): BM/64 boxes {64 m, 64 k}, 8 KB each: box i holds m 64i.., row k at k·128 B.
+//   B likewise with N (K-major = column-major B, N-major = row-major B).
+// Consumer warpgroup c owns the WM×WN sub-tile at (wg_row0(c), wg_col0(c)) and issues, per k16 step,
+// WM/64 wgmma m64nWNk16 instructions.
+#pragma once
+#include <cstdint>
+
+#include "ktune/gemm/config.hpp"
+#include "ktune/gemm/kernel/sm90/tma.cuh"
+#include "ktune/gemm/kernel/sm90/wgmma.cuh"
+
+namespace ktune::kernel::sm90 {
+
+template <GemmConfig C>
+struct WgmmaMainloop {
+  static constexpr int BM = C.tile.m, BN = C.tile.n, BK = C.tile.k;
+  static constexpr int WM = C.warp.m, WN = C.warp.n, MI = WM / 64;
+  static constexpr int consumers = C.consumer_warpgroups();
+  static constexpr bool a_kc = C.a_k_contiguous(), b_kc = C.b_k_contiguous();
+  static constexpr bool bf16 = C.math == MathOp::wgmma_bf16;
+  static constexpr int row_bytes = 128;                   // one 128-byte swizzle row = BK elements
+  static constexpr int atom_bytes = 1024;                 // 8 rows: one swizzle atom
+  static constexpr int box_bytes = 64 * row_bytes;        // a 64-row box (MN-major operands)
+  static constexpr int a_bytes = BM * row_bytes, b_bytes = BN * row_bytes;
+  static constexpr int stage_bytes = a_bytes + b_bytes;
+  static_assert(BK * 2 == row_bytes && WM % 64 == 0 && WN % 64 == 0, "the constraint model guarantees the shapes");
+  // Descriptor address step (16-byte units) per k16 step: 32 bytes along a K-major row, or two 8-row
+  // K groups (2 atoms) of an MN-major box.
+  static constexpr std::uint64_t a_kstep = a_kc ? 2 : 2 * atom_bytes / 16;
+  static constexpr std::uint64_t b_kstep = b_kc ? 2 : 2 * atom_bytes / 16;
+
+  using Accumulators = float[MI][WN / 2];
+
+  __host__ __device__ static constexpr int wg_row0(int wg) { return (wg / (BN / WN)) * WM; }
+  __host__ __device__ static constexpr int wg_col0(int wg) { return (wg % (BN / WN)) * WN; }
+
+  // TMA box shapes {inner, outer} for the host's tensor maps.
+  static constexpr unsigned a_box_outer = a_kc ? BM : 64;
+  static constexpr unsigned b_box_outer = b_kc ? BN : 64;
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Producer: copy the k-tile at k0 of block tile (m0, n0) into `stage`, counting bytes on `bar`.
+  __device__ __forceinline__ static void load(const CUtensorMap* ta, const CUtensorMap* tb, char* stage,
+                                              std::uint64_t* bar, int m0, int n0, int k0) {
+    if constexpr (a_kc) {
+      tma_load_2d(stage, ta, k0, m0, bar);
+    } else {
+#pragma unroll
+      for (int i = 0; i < BM / 64; ++i) tma_load_2d(stage + i * box_bytes, ta, m0 + 64 * i, k0, bar);
+    }
+    char* sb = stage + a_bytes;
+    if constexpr (b_kc) {
+      tma_load_2d(sb, tb, k0, n0, bar);
+    } else {
+#pragma unroll
+      for (int j = 0; j < BN / 64; ++j) tma_load_2d(sb + j * box_bytes, tb, n0 + 64 * j, k0, bar);
+    }
+  }
+
+  // Descriptors of consumer warpgroup `wg`'s operands in stage 0 at k-step 0 (ring = shared address of
+  // stage 0). Block mi of A is 64 rows = 8 KB further in either layout.
+  struct Descriptors {
+    std::uint64_t a, b;
+  };
+  __device__ __forceinline__ static Descriptors descriptors(std::uint32_t ring, int wg) {
+    const int r0 = wg_row0(wg), c0 = wg_col0(wg);
+    Descriptors d;
+    d.a = a_kc ? make_smem_desc(ring + r0 * row_bytes, 16, atom_bytes)
+               : make_smem_desc(ring + (r0 / 64) * box_bytes, box_bytes, atom_bytes);
+    d.b = b_kc ? make_smem_desc(ring + a_bytes + c0 * row_bytes, 16, atom_bytes)
+               : make_smem_desc(ring + a_bytes + (c0 / 64) * box_bytes, box_bytes, atom_bytes);
+    return d;
+  }
+
+  // Consumer: issue (not wait for) the wgmmas of one k-tile in stage `stage` and commit them as one
+  // group. accumulate = false starts the tile (the first step overwrites the accumulators).
+  __device__ __forceinline__ static void mma(Accumulators& acc, const Descriptors& d0, int stage, bool accumulate) {
+    const std::uint64_t off = std::uint64_t(stage) * (stage_bytes / 16);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) fence_registers(acc[mi]);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk)
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+        wgmma_m64k16<WN, bf16, a_kc ? 0 : 1, b_kc ? 0 : 1>(acc[mi], d0.a + off + mi * (box_bytes / 16) + kk * a_kstep,
+                                                           d0.b + off + kk * b_kstep, (kk > 0 || accumulate) ? 1 : 0);
+    wgmma_commit();
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) fence_registers(acc[mi]);
+  }
+#endif
+
+  // Epilogue: write this warp's accumulators of m64 block Mi, columns Chunk·Cols .. +Cols, as a 16-row
+  // band (the warp's rows 16w..16w+15 of the block) into `stage` (row stride `stride` floats).
+  template <int Mi, int Chunk, int Cols>
+  __device__ __forceinline__ static void stage_chunk(Accumulators& acc, float* stage, int stride) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int jj = 0; jj < Cols / 8; ++jj) {
+      constexpr int j0 = Chunk * (Cols / 8);
+      float* p = stage + g * stride + jj * 8 + 2 * t;
+      *reinterpret_cast<float2*>(p) = make_float2(acc[Mi][4 * (j0 + jj)], acc[Mi][4 * (j0 + jj) + 1]);
+      *reinterpret_cast<float2*>(p + 8 * stride) = make_float2(acc[Mi][4 * (j0 + jj) + 2], acc[Mi][4 * (j0 + jj) + 3]);
+    }
+  }
+};
+
+}  // namespace ktune::kernel::sm90

@@ -1,0 +1,65 @@
+// ktune/gemm/kernel/sm90/pipeline.cuh — the shared-memory stage ring between the producer warpgroup
+// (TMA) and the consumer warpgroups (wgmma): per stage a `full` mbarrier (one producer arrival plus the
+// TMA's transaction bytes) and an `empty` mbarrier (one arrival per consumer warp once its wgmmas have
+// read the stage). Both sides walk the ring with a (stage, phase) state and wait on phase parity.
+#pragma once
+#include <cstdint>
+
+#if defined(__CUDA_ARCH__)
+#include <cuda/ptx>
+#endif
+
+namespace ktune::kernel::sm90 {
+
+template <int Stages>
+struct RingState {
+  int stage = 0;
+  std::uint32_t phase = 0;  // parity of the ring's current lap
+  __device__ __forceinline__ void advance() {
+    if (++stage == Stages) {
+      stage = 0;
+      phase ^= 1u;
+    }
+  }
+};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+
+__device__ __forceinline__ void wait_parity(std::uint64_t* bar, std::uint32_t parity) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+  }
+}
+
+template <int Stages>
+struct Pipeline {
+  std::uint64_t* full;   // [Stages]
+  std::uint64_t* empty;  // [Stages]
+
+  // One thread initialises; the caller then synchronises the block before any use.
+  __device__ __forceinline__ void init(int consumer_arrivals) const {
+    for (int s = 0; s < Stages; ++s) {
+      cuda::ptx::mbarrier_init(full + s, 1u);
+      cuda::ptx::mbarrier_init(empty + s, static_cast<std::uint32_t>(consumer_arrivals));
+    }
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
+
+  // Producer: wait until the consumers released the slot (the first lap passes at once: a fresh barrier
+  // counts its phase of parity 1 as complete), then announce the bytes the TMA will deliver.
+  __device__ __forceinline__ std::uint64_t* acquire(const RingState<Stages>& st, std::uint32_t bytes) const {
+    wait_parity(empty + st.stage, st.phase ^ 1u);
+    (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                               full + st.stage, bytes);
+    return full + st.stage;
+  }
+
+  // Consumer: wait until the slot's bytes have landed.
+  __device__ __forceinline__ void wait_full(const RingState<Stages>& st) const { wait_parity(full + st.stage, st.phase); }
+
+  // Consumer (one lane per warp): this warp's wgmmas no longer read the slot.
+  __device__ __forceinline__ void release(int stage) const { (void)cuda::ptx::mbarrier_arrive(empty + stage); }
+};
+
+#endif
+
+}  // namespace ktune::kernel::sm90

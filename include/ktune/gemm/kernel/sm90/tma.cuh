@@ -1,0 +1,77 @@
+// ktune/gemm/kernel/sm90/tma.cuh — tensor-memory-accelerator (TMA) loads: tensor maps made on the host
+// with the driver's cuTensorMapEncodeTiled (reached through the runtime's driver entry point, so no
+// -lcuda is needed), and the device-side 2D tile copy global → shared through cuda::ptx.
+#pragma once
+#include <cuda.h>  // CUtensorMap and its enums (types only)
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
+
+#include <cstdint>
+#include <string>
+
+#include "ktune/device.hpp"
+#include "ktune/status.hpp"
+#include "ktune/types.hpp"
+
+#if defined(__CUDA_ARCH__)
+#include <cuda/ptx>
+#endif
+
+namespace ktune::kernel::sm90 {
+
+// ---- Host -----------------------------------------------------------------------------------------
+
+inline Status tensor_map_encoder(PFN_cuTensorMapEncodeTiled_v12000& out) {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      p = nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  if (fn == nullptr)
+    return error(StatusCode::cuda_error, "the CUDA driver does not provide cuTensorMapEncodeTiled (needs CUDA 12 or later)");
+  out = fn;
+  return {};
+}
+
+// A 2D tensor map over a matrix of 16-bit elements: `inner` contiguous elements per row, `outer` rows
+// `ld` elements apart; boxes of box_inner × box_outer elements land in shared memory with the 128-byte
+// swizzle (box_inner · 2 bytes must be 128). Out-of-bounds box elements read as zero.
+inline Status make_tensor_map(CUtensorMap& map, DType t, const void* base, std::uint64_t inner, std::uint64_t outer,
+                              std::uint64_t ld, std::uint32_t box_inner, std::uint32_t box_outer) {
+  PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+  KTUNE_RETURN_IF_ERROR(tensor_map_encoder(encode));
+  const cuuint64_t dims[2] = {inner, outer};
+  const cuuint64_t strides[1] = {ld * static_cast<std::uint64_t>(size_of(t))};  // bytes, rows 1..
+  const cuuint32_t box[2] = {box_inner, box_outer};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUtensorMapDataType dt = t == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const CUresult r = encode(&map, dt, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return error(StatusCode::cuda_error, "cuTensorMapEncodeTiled failed (CUresult " + std::to_string(int(r)) +
+                                             ") for a " + std::to_string(outer) + "x" + std::to_string(inner) +
+                                             " matrix with leading dimension " + std::to_string(ld));
+  return {};
+}
+
+// ---- Device ---------------------------------------------------------------------------------------
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+
+__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)) : "memory");
+}
+
+// Copies the box at element coordinates (c0 = inner, c1 = outer) into `dst` (1024-byte aligned) and
+// counts its bytes on the mbarrier `bar`.
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c0, int c1, std::uint64_t* bar) {
+  const std::int32_t coords[2] = {c0, c1};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar);
+}
+
+#endif
+
+}  // namespace ktune::kernel::sm90
