@@ -76,10 +76,11 @@ TEST_CASE("one-call API without a forced instance: correct results for the heuri
     // The choice does not depend on the epilogue: ask for it with A, B and a stand-in D only.
     GemmDesc probe_desc = r.desc;
     probe_desc.epilogue = {};
+    const DeviceBuffer probe_d(static_cast<std::size_t>(c.m) * resolved(r.desc).ldd * 4);
     GemmOperands probe;
     probe.a = A.data();
     probe.b = B.data();
-    probe.d = reinterpret_cast<void*>(0x7f0000000000);
+    probe.d = probe_d.ptr;
     const std::string chosen = chosen_instance(probe_desc, probe);
     CAPTURE(describe(r.desc));
     CAPTURE(chosen);
