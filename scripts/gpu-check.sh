@@ -5,12 +5,14 @@
 #   3. run ktune-profile on its built-in default problems
 #   4. run each benchmark briefly, if any were built
 #   5. report the compiler's resource usage of every instance (cuobjdump --dump-resource-usage)
+#   6. install to build-gpu/prefix, build examples/consumer against it with find_package, run it
 # then print a summary table. Every step runs even when an earlier one failed; the exit code is
 # non-zero when any step failed.
 #
-# Logs go to $OUT when it is set (at most 8 files: 1-build.log 2-ctest.log 3-profile.log 3-profile.csv
-# 4-bench.log 5-resource-usage.txt summary.txt), else to build-gpu/gpu-check/. Written for a machine with cmake,
-# ninja, nvcc, doctest and Google Benchmark but no ccache and no network: it installs nothing.
+# Logs go to $OUT when it is set (8 files, the most that come back: 1-build.log 2-ctest.log
+# 3-profile.log 3-profile.csv 4-bench.log 5-resource-usage.txt 6-consumer.log summary.txt), else to
+# build-gpu/gpu-check/. Written for a machine with cmake, ninja, nvcc, doctest and Google Benchmark
+# but no ccache and no network: it installs nothing.
 # Environment: KTUNE_GPU_BUILD_DIR (default build-gpu), KTUNE_JOBS (default nproc), KTUNE_CMAKE_ARGS,
 # KTUNE_PROFILE_ARGS (ktune-profile's arguments; default none: the built-in default problems).
 # A copy of the tree without .git stamps reports with commit "unknown": pass the commit along, e.g.
@@ -147,10 +149,26 @@ else
   SUMMARY+=("$(printf '%-26s %-16s' "resource usage" 'no objects or no cuobjdump')")
 fi
 
+# ---- 6. examples/consumer against an installed prefix, run on the GPU ----------------------------------
+if [ "$configured" = 1 ] && [ -f "$ROOT/examples/consumer/CMakeLists.txt" ]; then
+  prefix="$BUILD/prefix"
+  rm -rf "$prefix" "$BUILD/consumer"
+  cgen=()
+  command -v ninja >/dev/null 2>&1 && cgen=(-G Ninja)
+  run_step "install" 6-consumer.log 120 cmake --install "$BUILD" --prefix "$prefix" &&
+    run_step "consumer: configure" 6-consumer.log 120 cmake -S "$ROOT/examples/consumer" -B "$BUILD/consumer" \
+      "${cgen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" &&
+    run_step "consumer: build" 6-consumer.log 240 cmake --build "$BUILD/consumer" -j "$JOBS" &&
+    run_step "consumer: run" 6-consumer.log 60 "$BUILD/consumer/ktune_consumer"
+  line=$(grep -E ' max \|error\|' "$LOGS/6-consumer.log" | tail -n 1)
+  [ -n "$line" ] && note "$line"
+fi
+
 # ---- summary ----------------------------------------------------------------------------------------
 {
   echo
-  echo "ktune GPU check — $(nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader 2>/dev/null | head -n 1), $(($(date +%s) - T0)) s in all"
+  gpu=$(nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader 2>/dev/null | head -n 1)
+  echo "ktune GPU check — ${gpu:-no GPU visible}, $(($(date +%s) - T0)) s in all"
   printf '%-26s %-16s %7s   %s\n' step status time log
   printf '%s\n' "${SUMMARY[@]}"
   echo "logs: $LOGS"
