@@ -48,15 +48,23 @@ inline Status select_gemm(const GemmDesc& desc, const GemmOperands& ops, const G
   std::vector<std::string> why;
   const auto cands = table.candidates(d, al, &dev, &why);
   if (cands.empty()) {
-    // Say the most specific reason: an instance with the right math and layout that was misaligned.
-    bool math_layout_exists = false;
-    for (const auto& e : table.entries())
-      math_layout_exists |= e.config.math == required_math(d) && e.config.a_layout == d.a_layout && e.config.b_layout == d.b_layout;
+    // Say the most specific reason. Without the device, can the math and layout be served at all?
+    // If the alignment is what no instance accepts, say that; otherwise the device is the reason.
+    bool math_layout_exists = false, aligned_exists = false;
+    for (const auto& e : table.entries()) {
+      const Status s = can_implement(e, d, al, nullptr);
+      math_layout_exists |= s.ok() || s.code() == StatusCode::misaligned;
+      aligned_exists |= s.ok();
+    }
     if (!math_layout_exists)
       return error(StatusCode::unsupported, "no instance computes " + std::string(to_string(required_math(d))) +
                                                 " with layout " + layout_letter(d.a_layout) + layout_letter(d.b_layout));
-    return error(StatusCode::misaligned, "no instance accepts this problem's alignment (A allows " + std::to_string(al.a) +
-                                             "-element vectors, B " + std::to_string(al.b) + ")");
+    if (!aligned_exists)
+      return error(StatusCode::misaligned, "no instance accepts this problem's alignment (A allows " + std::to_string(al.a) +
+                                               "-element vectors, B " + std::to_string(al.b) + ")");
+    return error(StatusCode::no_instance, "no instance for this problem runs on " + dev.name + " (sm" +
+                                              std::to_string(dev.cc) + ", " + std::to_string(dev.smem_optin_bytes) +
+                                              " B shared memory per block)");
   }
   double best = std::numeric_limits<double>::infinity();
   for (const GemmKernelEntry* e : cands) {

@@ -98,9 +98,10 @@ inline Status validate(const GemmDesc& d0, const GemmOperands& ops) {
   if (d.m <= 0 || d.n <= 0 || d.k <= 0)
     return invalid("GEMM dimensions must be positive, got M=" + std::to_string(d.m) + " N=" + std::to_string(d.n) +
                    " K=" + std::to_string(d.k));
-  constexpr std::int64_t max_dim = (std::int64_t{1} << 31) - 1;
+  // Kernels index M, N and K with 32-bit integers and round them up to whole tiles (≤ 256).
+  constexpr std::int64_t max_dim = (std::int64_t{1} << 31) - 257;
   if (d.m > max_dim || d.n > max_dim || d.k > max_dim)
-    return invalid("GEMM dimensions must be < 2^31 (M, N, K index with 32-bit integers)");
+    return invalid("GEMM dimensions must be ≤ 2^31 - 257 (kernels index M, N, K with 32-bit integers)");
   if (d.ab_type == DType::f32 && d.compute != Compute::f32 && d.compute != Compute::tf32)
     return error(StatusCode::unsupported, "unknown compute type for f32 operands");
   if (d.ab_type != DType::f32 && d.compute == Compute::tf32)

@@ -113,17 +113,18 @@ TEST_CASE("validate: non-positive dimensions") {
   CHECK(validate(desc(1, 1, 1), ops()).ok());
 }
 
-TEST_CASE("validate: dimensions of 2^31 or more are rejected (32-bit indexing)") {
+TEST_CASE("validate: dimensions past 2^31 - 257 are rejected (32-bit indexing, tile round-up)") {
   constexpr std::int64_t big = std::int64_t{1} << 31;
-  check_invalid(validate(desc(big, 1, 1), ops()), StatusCode::invalid_argument, "< 2^31");
-  check_invalid(validate(desc(1, big, 1), ops()), StatusCode::invalid_argument, "< 2^31");
-  check_invalid(validate(desc(1, 1, big + 5), ops()), StatusCode::invalid_argument, "< 2^31");
-  // 2^31 - 1 is still fine (buffers placed terabytes apart so they cannot overlap).
+  constexpr std::int64_t limit = big - 257;  // a tile (≤ 256) rounded up must still fit in int
+  check_invalid(validate(desc(big, 1, 1), ops()), StatusCode::invalid_argument, "2^31 - 257");
+  check_invalid(validate(desc(1, big - 1, 1), ops()), StatusCode::invalid_argument, "2^31 - 257");
+  check_invalid(validate(desc(1, 1, limit + 1), ops()), StatusCode::invalid_argument, "2^31 - 257");
+  // The limit itself is fine (buffers placed terabytes apart so they cannot overlap).
   GemmOperands o;
   o.a = addr(std::uintptr_t{1} << 40);
   o.b = addr(std::uintptr_t{2} << 40);
   o.d = maddr(std::uintptr_t{3} << 40);
-  CHECK(validate(desc(big - 1, 1, 1), o).ok());
+  CHECK(validate(desc(limit, 1, 1), o).ok());
 }
 
 TEST_CASE("validate: leading dimension too small, per layout") {
