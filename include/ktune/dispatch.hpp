@@ -18,6 +18,12 @@ namespace ktune {
 
 struct GemmLaunchOptions {
   int raster_group = 8;  // tiles are visited in groups of this many tile-rows, for L2 reuse
+  // sm90 (wgmma) instances: CTAs per cluster sharing an operand by TMA multicast, 1 or 2; 0 = the
+  // instance's default (currently 1: see kernel/sm90/kernel.cuh). Other instances ignore it.
+  int cluster = 0;
+  // sm90 (wgmma) instances: at most this many CTAs (the persistent grid walks the tiles); 0 = as many as
+  // are resident at once. A larger value than fits is correct, only no longer persistent.
+  int max_ctas = 0;
 };
 
 struct GemmKernelEntry {

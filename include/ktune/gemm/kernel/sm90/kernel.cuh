@@ -6,15 +6,18 @@
 // memory slots. Warpgroups 1.. are consumers: each waits for a slot, issues its wgmmas, keeps one
 // k-tile of wgmmas in flight and releases the slot of the previous one. After a tile's last k-tile the
 // consumers run the fused epilogue (accumulators → per-warp staging in shared memory → Epi::apply →
-// vector stores) while the producer already fills the ring for the next tile.
+// vector stores) while the producer already fills the ring for the next tile. Launched in clusters of
+// 2 CTAs, the pair's tiles share one operand, which the two producers multicast (mainloop.cuh).
 //
 // Device code exists only for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL); other targets get a trapping body so
 // multi-architecture builds still compile, and the launcher refuses to run a non-sm_90a image.
 #pragma once
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "ktune/device.hpp"
@@ -32,9 +35,33 @@ namespace ktune::kernel::sm90 {
 
 // Epilogue of one consumer warp: its 16-row bands (one per m64 block), Cols columns at a time, staged
 // through `stage` so every lane applies the epilogue to 4 consecutive columns and stores one vector.
+// The built-in epilogue's parameters say D = A·B: the store can skip Epi::apply.
+template <class Epi>
+__device__ __forceinline__ bool is_identity(const typename Epi::Params& ep) {
+  if constexpr (std::is_same_v<Epi, epilogue::Builtin>)
+    return ep.alpha == 1.0f && ep.beta == 0.0f && ep.bias == nullptr && ep.residual == nullptr &&
+           ep.activation == Activation::none && !ep.clamp;
+  else
+    return false;
+}
+
+template <class TOut>
+__device__ __forceinline__ void store_vector(TOut* dst, const float (&x)[4], int n, bool vec4) {
+  if (n == 4 && vec4) {
+    struct alignas(4 * sizeof(TOut)) Vec4 { TOut e[4]; };
+    Vec4 out;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out.e[i] = epilogue::from_float<TOut>(x[i]);
+    *reinterpret_cast<Vec4*>(dst) = out;
+  } else {
+    for (int i = 0; i < n; ++i) dst[i] = epilogue::from_float<TOut>(x[i]);
+  }
+}
+
 template <class ML, class Epi, class TOut>
 __device__ __forceinline__ void store_accumulators(const GemmParams<typename Epi::Params>& p,
-                                                   typename ML::Accumulators& acc, float* stage, int row0, int col0) {
+                                                   typename ML::Accumulators& acc, float* stage, int row0, int col0,
+                                                   bool identity) {
   constexpr int cols = smem_layout::sm90_epilogue_cols, stride = cols + smem_layout::sm90_epilogue_pad;
   constexpr int chunks = ML::WN / cols, vectors = smem_layout::epilogue_band_rows * cols / 4;
   const int lane = threadIdx.x & 31;
@@ -49,24 +76,27 @@ __device__ __forceinline__ void store_accumulators(const GemmParams<typename Epi
           __syncwarp();
           ML::template stage_chunk<mi, ch, cols>(acc, stage, stride);
           __syncwarp();
-#pragma unroll 1
-          for (int v = lane; v < vectors; v += 32) {
-            const int r = v / (cols / 4), c = (v % (cols / 4)) * 4;
-            const int row = rb + r, col = cb + c;
-            if (row >= p.m || col >= p.n) continue;
-            const int n = min(4, p.n - col);
-            float x[4];
-            *reinterpret_cast<float4*>(x) = *reinterpret_cast<const float4*>(stage + r * stride + c);
-            Epi::template apply<TOut>(p.ep, row, col, x, n);
-            TOut* dst = D + static_cast<std::int64_t>(row) * p.ldd + col;
-            if (n == 4 && vec4) {
-              struct alignas(4 * sizeof(TOut)) Vec4 { TOut e[4]; };
-              Vec4 out;
+          if (identity) {  // D = A·B: all of the lane's vectors in flight at once
 #pragma unroll
-              for (int i = 0; i < 4; ++i) out.e[i] = epilogue::from_float<TOut>(x[i]);
-              *reinterpret_cast<Vec4*>(dst) = out;
-            } else {
-              for (int i = 0; i < n; ++i) dst[i] = epilogue::from_float<TOut>(x[i]);
+            for (int v = lane; v < vectors; v += 32) {
+              const int r = v / (cols / 4), c = (v % (cols / 4)) * 4;
+              const int row = rb + r, col = cb + c;
+              float x[4];
+              *reinterpret_cast<float4*>(x) = *reinterpret_cast<const float4*>(stage + r * stride + c);
+              if (row < p.m && col < p.n)
+                store_vector(D + static_cast<std::int64_t>(row) * p.ldd + col, x, min(4, p.n - col), vec4);
+            }
+          } else {
+#pragma unroll 1
+            for (int v = lane; v < vectors; v += 32) {
+              const int r = v / (cols / 4), c = (v % (cols / 4)) * 4;
+              const int row = rb + r, col = cb + c;
+              if (row >= p.m || col >= p.n) continue;
+              const int n = min(4, p.n - col);
+              float x[4];
+              *reinterpret_cast<float4*>(x) = *reinterpret_cast<const float4*>(stage + r * stride + c);
+              Epi::template apply<TOut>(p.ep, row, col, x, n);
+              store_vector(D + static_cast<std::int64_t>(row) * p.ldd + col, x, n, vec4);
             }
           }
         }(),
@@ -91,11 +121,29 @@ __global__ void __launch_bounds__(CfgT::value.threads(), 1)
   float* staging = reinterpret_cast<float*>(ring + S * ML::stage_bytes);
   auto* bars = reinterpret_cast<std::uint64_t*>(ring + S * ML::stage_bytes + sm90_staging_bytes(C));
   const Pipeline<S> pipe{bars, bars + S};
-  if (threadIdx.x == 0) pipe.init(4 * ML::consumers);
-  __syncthreads();
+  // A cluster launch (2 CTAs) multicasts the shared operand; a plain launch has a cluster of 1.
+  const unsigned cluster = cuda::ptx::get_sreg_cluster_nctarank();
+  const unsigned rank = cluster > 1 ? cuda::ptx::get_sreg_cluster_ctarank() : 0u;
+  if (threadIdx.x == 0) pipe.init(4 * ML::consumers * static_cast<int>(cluster));
+  if (cluster > 1) {  // the peer's TMA and arrivals reach this CTA's barriers: all initialised first
+    cuda::ptx::barrier_cluster_arrive();
+    cuda::ptx::barrier_cluster_wait();
+  } else {
+    __syncthreads();
+  }
 
+  // Work units: a cluster computes `cluster` adjacent tiles (along M when pairing shares B, else N);
+  // units are rastered in groups, and CTA `rank` takes tile `rank` of its cluster's unit.
   const int tiles_m = (p.m + C.tile.m - 1) / C.tile.m, tiles_n = (p.n + C.tile.n - 1) / C.tile.n;
-  const int tiles = tiles_m * tiles_n;
+  const int cl = static_cast<int>(cluster);
+  const int units_m = ML::pair_m ? (tiles_m + cl - 1) / cl : tiles_m;
+  const int units_n = ML::pair_m ? tiles_n : (tiles_n + cl - 1) / cl;
+  const int units = units_m * units_n;
+  const int first_unit = static_cast<int>(blockIdx.x) / cl, unit_step = static_cast<int>(gridDim.x) / cl;
+  auto tile_of = [&](int unit) {
+    const TileCoord u = grouped_raster(unit, units_m, units_n, p.raster_group);
+    return ML::pair_m ? TileCoord{u.m * cl + static_cast<int>(rank), u.n} : TileCoord{u.m, u.n * cl + static_cast<int>(rank)};
+  };
   const int k_tiles = (p.k + C.tile.k - 1) / C.tile.k;
   const int wg = threadIdx.x / 128;
 
@@ -106,11 +154,12 @@ __global__ void __launch_bounds__(CfgT::value.threads(), 1)
       prefetch_tensor_map(&tma_a);
       prefetch_tensor_map(&tma_b);
       RingState<S> st;
-      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        const TileCoord tc = grouped_raster(tile, tiles_m, tiles_n, p.raster_group);
+      for (int unit = first_unit; unit < units; unit += unit_step) {
+        const TileCoord tc = tile_of(unit);  // may lie past M or N in a pair: TMA reads zeros there
         for (int kt = 0; kt < k_tiles; ++kt) {
           std::uint64_t* bar = pipe.acquire(st, ML::stage_bytes);
-          ML::load(&tma_a, &tma_b, ring + st.stage * ML::stage_bytes, bar, tc.m * C.tile.m, tc.n * C.tile.n, kt * C.tile.k);
+          ML::load(&tma_a, &tma_b, ring + st.stage * ML::stage_bytes, bar, tc.m * C.tile.m, tc.n * C.tile.n,
+                   kt * C.tile.k, cluster, rank);
           st.advance();
         }
       }
@@ -120,32 +169,38 @@ __global__ void __launch_bounds__(CfgT::value.threads(), 1)
     const int cw = wg - 1, lane = threadIdx.x & 31, warp_in_wg = (threadIdx.x >> 5) & 3;
     float* stage_warp = staging + ((threadIdx.x - 128) >> 5) * smem_layout::epilogue_band_rows * stride;
     const auto d0 = ML::descriptors(static_cast<std::uint32_t>(__cvta_generic_to_shared(ring)), cw);
+    const bool identity = is_identity<Epi>(p.ep);
     typename ML::Accumulators acc;
     RingState<S> st;
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-      const TileCoord tc = grouped_raster(tile, tiles_m, tiles_n, p.raster_group);
+    for (int unit = first_unit; unit < units; unit += unit_step) {
+      const TileCoord tc = tile_of(unit);
       int previous = 0;
       for (int kt = 0; kt < k_tiles; ++kt) {
         pipe.wait_full(st);
         ML::mma(acc, d0, st.stage, kt > 0);
         wgmma_wait<1>();  // the previous k-tile's wgmmas are done: its slot may be refilled
-        if (kt > 0 && lane == 0) pipe.release(previous);
+        if (kt > 0 && lane == 0) pipe.release(previous, cluster);
         previous = st.stage;
         st.advance();
       }
       wgmma_wait<0>();
-      if (lane == 0) pipe.release(previous);
+      if (lane == 0) pipe.release(previous, cluster);
 #pragma unroll
       for (int mi = 0; mi < ML::MI; ++mi) fence_registers(acc[mi]);
 
       const int row0 = tc.m * C.tile.m + ML::wg_row0(cw) + 16 * warp_in_wg;
       const int col0 = tc.n * C.tile.n + ML::wg_col0(cw);
       switch (p.d_type) {
-        case DType::f32: store_accumulators<ML, Epi, float>(p, acc, stage_warp, row0, col0); break;
-        case DType::f16: store_accumulators<ML, Epi, __half>(p, acc, stage_warp, row0, col0); break;
-        case DType::bf16: store_accumulators<ML, Epi, __nv_bfloat16>(p, acc, stage_warp, row0, col0); break;
+        case DType::f32: store_accumulators<ML, Epi, float>(p, acc, stage_warp, row0, col0, identity); break;
+        case DType::f16: store_accumulators<ML, Epi, __half>(p, acc, stage_warp, row0, col0, identity); break;
+        case DType::bf16: store_accumulators<ML, Epi, __nv_bfloat16>(p, acc, stage_warp, row0, col0, identity); break;
       }
     }
+  }
+  // A CTA may exit only when its peer no longer multicasts into it or arrives on its barriers.
+  if (cluster > 1) {
+    cuda::ptx::barrier_cluster_arrive();
+    cuda::ptx::barrier_cluster_wait();
   }
 #else
   __trap();  // built for a target without wgmma: the launcher never runs this image
@@ -174,6 +229,28 @@ Status ensure_sm90_image() {
   return {};
 }
 
+// Clusters of `cluster` CTAs that fit on the whole device at once (0 if none).
+template <auto Kernel>
+int resident_clusters(int threads, int smem, int cluster) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(cluster), 1, 1);
+  cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
+  cfg.dynamicSmemBytes = static_cast<std::size_t>(smem);
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(cluster);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, Kernel, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    n = 0;
+  }
+  return n;
+}
+
 template <class CfgT, class Epi>
 Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const GemmOperands& ops,
                    const GemmLaunchOptions& opt, cudaStream_t stream) {
@@ -183,16 +260,40 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   constexpr int smem = estimate_resources(C).smem_bytes;
   const GemmDesc d = resolved(d0);
   KTUNE_RETURN_IF_ERROR(ensure_sm90_image<kernel>());
+  KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(smem));
+  DeviceInfo dev;
+  KTUNE_RETURN_IF_ERROR(current_device(dev));
+  static const int per_sm_blocks = [] {
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, CfgT::value.threads(), smem) != cudaSuccess) {
+      (void)cudaGetLastError();
+      n = 0;
+    }
+    return n > 0 ? n : 1;
+  }();
+  static const int pair_clusters = resident_clusters<kernel>(C.threads(), smem, 2);
+
+  // Clusters of 2 (multicast of the shared operand) only on request (GemmLaunchOptions::cluster = 2):
+  // correct on the H200 (every instance, odd tile counts, several tiles per cluster), but measured at
+  // 0.6x of cluster 1 while the remote arrivals carried a GPU-scope fence; without it, not yet timed.
+  const std::int64_t tiles_m = ceil_div(d.m, std::int64_t{C.tile.m}), tiles_n = ceil_div(d.n, std::int64_t{C.tile.n});
+  const std::int64_t tiles = tiles_m * tiles_n;
+  if (tiles > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
+  const std::int64_t pair_dim = ML::pair_m ? tiles_m : tiles_n;
+  int cluster = opt.cluster == 2 ? 2 : 1;
+  if (pair_clusters < 1) cluster = 1;
+
   CUtensorMap ta, tb;
   const DType t = C.operand();
+  const bool mc = cluster == 2;
   if constexpr (ML::a_kc)
-    KTUNE_RETURN_IF_ERROR(make_tensor_map(ta, t, ops.a, d.k, d.m, d.lda, C.tile.k, ML::a_box_outer));
+    KTUNE_RETURN_IF_ERROR(make_tensor_map(ta, t, ops.a, d.k, d.m, d.lda, C.tile.k, ML::a_box_outer(mc)));
   else
-    KTUNE_RETURN_IF_ERROR(make_tensor_map(ta, t, ops.a, d.m, d.k, d.lda, 64, ML::a_box_outer));
+    KTUNE_RETURN_IF_ERROR(make_tensor_map(ta, t, ops.a, d.m, d.k, d.lda, 64, ML::a_box_outer(mc)));
   if constexpr (ML::b_kc)
-    KTUNE_RETURN_IF_ERROR(make_tensor_map(tb, t, ops.b, d.k, d.n, d.ldb, C.tile.k, ML::b_box_outer));
+    KTUNE_RETURN_IF_ERROR(make_tensor_map(tb, t, ops.b, d.k, d.n, d.ldb, C.tile.k, ML::b_box_outer(mc)));
   else
-    KTUNE_RETURN_IF_ERROR(make_tensor_map(tb, t, ops.b, d.n, d.k, d.ldb, 64, ML::b_box_outer));
+    KTUNE_RETURN_IF_ERROR(make_tensor_map(tb, t, ops.b, d.n, d.k, d.ldb, 64, ML::b_box_outer(mc)));
 
   GemmParams<typename Epi::Params> p{};
   p.m = static_cast<int>(d.m);
@@ -208,23 +309,30 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   p.d_vec4 = alignment_of(d, ops).d % 4 == 0;
   p.raster_group = opt.raster_group > 0 ? opt.raster_group : 8;
   p.ep = ep;
-  const std::int64_t tiles = ceil_div(d.m, std::int64_t{C.tile.m}) * ceil_div(d.n, std::int64_t{C.tile.n});
-  if (tiles > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
-  KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(smem));
-  DeviceInfo dev;
-  KTUNE_RETURN_IF_ERROR(current_device(dev));
-  static const int per_sm = [] {
-    int n = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, CfgT::value.threads(), smem) != cudaSuccess || n < 1) {
-      (void)cudaGetLastError();
-      n = 1;
-    }
-    return n;
-  }();
-  const std::int64_t slots = std::int64_t{dev.sm_count > 0 ? dev.sm_count : 1} * per_sm;
-  const unsigned grid = static_cast<unsigned>(tiles < slots ? tiles : slots);
-  kernel<<<grid, C.threads(), smem, stream>>>(ta, tb, p);
-  return cuda_status(cudaGetLastError(), "sm90 GEMM kernel launch");
+
+  const std::int64_t sms = dev.sm_count > 0 ? dev.sm_count : 1;
+  if (cluster == 1) {
+    const std::int64_t slots = opt.max_ctas > 0 ? opt.max_ctas : sms * per_sm_blocks;
+    const unsigned grid = static_cast<unsigned>(tiles < slots ? tiles : slots);
+    kernel<<<grid, C.threads(), smem, stream>>>(ta, tb, p);
+    return cuda_status(cudaGetLastError(), "sm90 GEMM kernel launch");
+  }
+  const std::int64_t units = ceil_div(pair_dim, std::int64_t{2}) * (tiles / pair_dim);
+  const std::int64_t clusters =
+      std::min<std::int64_t>(units, opt.max_ctas > 0 ? std::max(1, opt.max_ctas / 2) : pair_clusters);
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(2 * clusters), 1, 1);
+  cfg.blockDim = dim3(static_cast<unsigned>(C.threads()), 1, 1);
+  cfg.dynamicSmemBytes = static_cast<std::size_t>(smem);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = 2;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return cuda_status(cudaLaunchKernelEx(&cfg, kernel, ta, tb, p), "sm90 GEMM kernel launch (cluster of 2)");
 }
 
 // The dispatch-table launcher: the built-in run-time epilogue.

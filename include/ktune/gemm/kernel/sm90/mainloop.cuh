@@ -7,6 +7,10 @@
 //   B likewise with N (K-major = column-major B, N-major = row-major B).
 // Consumer warpgroup c owns the WM×WN sub-tile at (wg_row0(c), wg_col0(c)) and issues, per k16 step,
 // WM/64 wgmma m64nWNk16 instructions.
+//
+// Clusters of 2 CTAs pair tiles that share the larger operand (B when BN ≥ BM: tiles (2i, n) and
+// (2i+1, n); else A): each CTA loads half of that operand's tile and multicasts it into both CTAs'
+// rings, so each CTA reads a third less from L2 (128x256: 32 KB instead of 48 KB per k-tile).
 #pragma once
 #include <cstdint>
 
@@ -39,27 +43,45 @@ struct WgmmaMainloop {
   __host__ __device__ static constexpr int wg_row0(int wg) { return (wg / (BN / WN)) * WM; }
   __host__ __device__ static constexpr int wg_col0(int wg) { return (wg % (BN / WN)) * WN; }
 
-  // TMA box shapes {inner, outer} for the host's tensor maps.
-  static constexpr unsigned a_box_outer = a_kc ? BM : 64;
-  static constexpr unsigned b_box_outer = b_kc ? BN : 64;
+  // Cluster pairing: along M (sharing B) when BN ≥ BM, else along N (sharing A).
+  static constexpr bool pair_m = BN >= BM;
+
+  // TMA box shapes {inner = 64, outer} for the host's tensor maps. A multicast K-major operand is
+  // loaded as two half-boxes, one per CTA of the pair.
+  static constexpr unsigned a_box_outer(bool multicast) { return a_kc ? (multicast && !pair_m ? BM / 2 : BM) : 64; }
+  static constexpr unsigned b_box_outer(bool multicast) { return b_kc ? (multicast && pair_m ? BN / 2 : BN) : 64; }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // Producer: copy the k-tile at k0 of block tile (m0, n0) into `stage`, counting bytes on `bar`.
+  // One operand's k-tile: Rows MN-rows from mn0, K from k0. Multicast: this CTA (rank 0 or 1 of a pair)
+  // loads its half (K-major: rows rank·Rows/2..; MN-major: every other 64-row box) into both CTAs.
+  template <bool KMajor, int Rows>
+  __device__ __forceinline__ static void load_operand(const CUtensorMap* map, char* dst, std::uint64_t* bar, int mn0,
+                                                      int k0, bool multicast, unsigned rank) {
+    if constexpr (KMajor) {
+      if (!multicast) {
+        tma_load_2d(dst, map, k0, mn0, bar);
+      } else {
+        constexpr int half = Rows / 2;
+        tma_load_2d_multicast(dst + rank * half * row_bytes, map, k0, mn0 + int(rank) * half, bar, 0x3);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < Rows / 64; ++j) {
+        if (!multicast)
+          tma_load_2d(dst + j * box_bytes, map, mn0 + 64 * j, k0, bar);
+        else if ((j & 1) == int(rank))
+          tma_load_2d_multicast(dst + j * box_bytes, map, mn0 + 64 * j, k0, bar, 0x3);
+      }
+    }
+  }
+
+  // Producer: copy the k-tile at k0 of block tile (m0, n0) into `stage`, counting bytes on `bar`
+  // (cluster = 2: the shared operand is multicast, see above).
   __device__ __forceinline__ static void load(const CUtensorMap* ta, const CUtensorMap* tb, char* stage,
-                                              std::uint64_t* bar, int m0, int n0, int k0) {
-    if constexpr (a_kc) {
-      tma_load_2d(stage, ta, k0, m0, bar);
-    } else {
-#pragma unroll
-      for (int i = 0; i < BM / 64; ++i) tma_load_2d(stage + i * box_bytes, ta, m0 + 64 * i, k0, bar);
-    }
-    char* sb = stage + a_bytes;
-    if constexpr (b_kc) {
-      tma_load_2d(sb, tb, k0, n0, bar);
-    } else {
-#pragma unroll
-      for (int j = 0; j < BN / 64; ++j) tma_load_2d(sb + j * box_bytes, tb, n0 + 64 * j, k0, bar);
-    }
+                                              std::uint64_t* bar, int m0, int n0, int k0, unsigned cluster,
+                                              unsigned rank) {
+    load_operand<a_kc, BM>(ta, stage, bar, m0, k0, cluster == 2 && !pair_m, rank);
+    load_operand<b_kc, BN>(tb, stage + a_bytes, bar, n0, k0, cluster == 2 && pair_m, rank);
   }
 
   // Descriptors of consumer warpgroup `wg`'s operands in stage 0 at k-step 0 (ring = shared address of

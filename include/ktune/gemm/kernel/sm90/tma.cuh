@@ -72,6 +72,14 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, i
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar);
 }
 
+// The same box delivered to the same shared-memory offset of every CTA in `cta_mask` (of this cluster),
+// counting its bytes on the mbarrier at `bar`'s offset in each of them.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, int c0, int c1,
+                                                      std::uint64_t* bar, std::uint16_t cta_mask) {
+  const std::int32_t coords[2] = {c0, c1};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar, cta_mask);
+}
+
 #endif
 
 }  // namespace ktune::kernel::sm90
