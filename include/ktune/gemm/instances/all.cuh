@@ -13,6 +13,7 @@ namespace ktune::detail {
   register_family<families::Sm80MmaTf32>();
   register_family<families::Sm80MmaTf32Unaligned>();
   register_family<families::Sm80SimtF32>();
+  register_family<families::Sm90WgmmaF16>();
   return true;
 }();
 }  // namespace ktune::detail
