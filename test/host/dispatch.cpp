@@ -361,3 +361,18 @@ TEST_CASE("heuristic: blocks per SM and a finite, positive cost for every candid
   const GemmDesc d = resolved(desc(4096, 4096, 4096, DType::f16, Layout::row, Layout::col));
   CHECK(heuristic_cost(*e, d, fake_device(90, 227 * 1024, 264)) <= heuristic_cost(*e, d, h200));
 }
+
+TEST_CASE("select_gemm: on Hopper the heuristic prefers wgmma, elsewhere mma.sync") {
+  const GemmDesc big = desc(4096, 4096, 4096, DType::bf16, Layout::row, Layout::col, DType::bf16);
+  Status s;
+  const GemmKernelEntry* hopper = select(big, &s, h200);
+  REQUIRE(hopper != nullptr);
+  CHECK(is_wgmma(hopper->config.math));
+  const GemmKernelEntry* ampere = select(big, &s, fake_device(80, 163 * 1024));
+  REQUIRE(ampere != nullptr);
+  CHECK(ampere->config.math == MathOp::mma_bf16);
+  // TMA needs 16-byte rows: an odd K falls back to an mma.sync instance on Hopper too.
+  const GemmKernelEntry* odd = select(desc(4096, 4096, 4095, DType::bf16, Layout::row, Layout::col), &s, h200);
+  REQUIRE(odd != nullptr);
+  CHECK(odd->config.math == MathOp::mma_bf16);
+}

@@ -101,8 +101,8 @@ struct Sm90WgmmaF16 {
   static constexpr MathOp maths[] = {wgmma_f16, wgmma_bf16};
   static constexpr Layout a_layouts[] = {row, col};
   static constexpr Layout b_layouts[] = {row, col};
-  static constexpr TileShape tiles[] = {{128, 256, 64}, {256, 128, 64}, {128, 128, 64}};
-  static constexpr WarpShape warps[] = {{64, 256}, {128, 128}, {64, 128}};
+  static constexpr TileShape tiles[] = {{128, 256, 64}, {256, 128, 64}};
+  static constexpr WarpShape warps[] = {{64, 256}, {128, 128}};
   static constexpr int stages[] = {4};
   static constexpr int aligns[] = {8};
 };

@@ -1,7 +1,0 @@
-// Part 8 of 10 of ktune::families::Sm90WgmmaF16 (40 instances): the surviving configurations whose
-// index % 10 == 8. Hopper TMA + wgmma kernels: sm_90a code only (other targets compile a trapping
-// body and the launcher refuses them). See include/ktune/gemm/kernel/sm90/kernel.cuh.
-#include "ktune/gemm/families.hpp"
-#include "ktune/gemm/instantiate.cuh"
-
-KTUNE_REGISTER_GEMM_FAMILY_PART(ktune::families::Sm90WgmmaF16, 8, 10)
