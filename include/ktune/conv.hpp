@@ -1,0 +1,98 @@
+// ktune/conv.hpp — the one-call 2-D convolution API (forward propagation, implicit GEMM on the GEMM
+// mainloop; host code, compiles with any C++20 compiler).
+//
+//   ktune::Conv2dDesc d{.n = 32, .h = 56, .w = 56, .c = 64, .k = 64, .r = 3, .s = 3, .pad_h = 1, .pad_w = 1};
+//   d.epilogue = ktune::bias_activation(ktune::Activation::relu);
+//   ktune::Status st = ktune::conv2d(d, {.x = x, .w = w, .y = y, .bias = bias}, stream);
+//
+// x is NHWC, w is KRSC, y is NPQK (all packed); see ktune/conv/problem.hpp for the exact semantics.
+// The kernels come from the conv dispatch table, which the program fills by compiling conv instance
+// registrations into its CUDA translation units (ktune/conv/instances/all.cuh, or
+// KTUNE_REGISTER_CONV_FAMILY_PART from ktune/conv/instantiate.cuh; src/instances/conv_*.cu).
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ktune/conv/dispatch.hpp"
+#include "ktune/conv/problem.hpp"
+#include "ktune/device.hpp"
+
+namespace ktune {
+
+struct ConvOptions {
+  const char* instance = nullptr;  // run this instance by name instead of choosing one
+  ConvLaunchOptions launch{};
+};
+
+// All checks that decide between an error and a launch; `out` is the chosen entry.
+inline Status select_conv(const Conv2dDesc& desc, const Conv2dOperands& ops, const ConvTable& table,
+                          const DeviceInfo& dev, const ConvOptions& opt, const ConvKernelEntry*& out) {
+  out = nullptr;
+  KTUNE_RETURN_IF_ERROR(validate(desc, ops));
+  if (table.size() == 0)
+    return error(StatusCode::no_instance,
+                 "the conv dispatch table is empty: compile ktune/conv/instances/all.cuh (or "
+                 "KTUNE_REGISTER_CONV_FAMILY_PART registrations) into your program");
+  const ConvAlignment al = alignment_of(desc, ops);
+  if (opt.instance != nullptr) {
+    const ConvKernelEntry* e = table.find(opt.instance);
+    if (e == nullptr) return error(StatusCode::no_instance, std::string("no conv instance named ") + opt.instance);
+    KTUNE_RETURN_IF_ERROR(can_implement(*e, desc, al, &dev));
+    out = e;
+    return {};
+  }
+  const auto cands = table.candidates(desc, al, nullptr);
+  if (cands.empty()) {
+    // Say the most specific reason: an instance of the right math that was only misaligned.
+    bool math_exists = false, misaligned = false;
+    for (const auto& e : table.entries()) {
+      if (e.config.gemm.math != required_math(desc)) continue;
+      math_exists = true;
+      misaligned |= can_implement(e, desc, al, nullptr).code() == StatusCode::misaligned;
+    }
+    if (!math_exists)
+      return error(StatusCode::unsupported, "no conv instance computes " + std::string(to_string(required_math(desc))));
+    return error(misaligned ? StatusCode::misaligned : StatusCode::unsupported,
+                 "no conv instance accepts C=" + std::to_string(desc.c) + " with x allowing " + std::to_string(al.x) +
+                     "-element vectors and w " + std::to_string(al.w));
+  }
+  std::vector<const ConvKernelEntry*> on_device;
+  std::string device_reason;
+  for (const ConvKernelEntry* e : cands) {
+    Status s = can_implement(*e, desc, al, &dev);
+    if (s.ok()) on_device.push_back(e);
+    else if (device_reason.empty()) device_reason = std::string(e->name) + ": " + s.message();
+  }
+  if (on_device.empty()) return error(StatusCode::no_instance, "no conv instance runs on this device (" + device_reason + ")");
+  // The fastest gather first, then the GEMM cost model; ties resolve by table order (deterministic).
+  int best_rank = std::numeric_limits<int>::max();
+  double best = std::numeric_limits<double>::infinity();
+  for (const ConvKernelEntry* e : on_device) {
+    const int rank = gather_rank(e->config);
+    const double cost = heuristic_cost(*e, desc, dev);
+    if (rank < best_rank || (rank == best_rank && cost < best)) {
+      best_rank = rank;
+      best = cost;
+      out = e;
+    }
+  }
+  return {};
+}
+
+// y = epilogue(conv2d(x, w), y, bias, residual) on `stream`. Nothing is launched when the Status is not ok.
+inline Status conv2d(const Conv2dDesc& desc, const Conv2dOperands& ops, cudaStream_t stream = nullptr,
+                     const ConvOptions& opt = {}) {
+  KTUNE_RETURN_IF_ERROR(validate(desc, ops));
+  static const bool have_device = cuda_device_count() > 0;
+  if (!have_device) return error(StatusCode::no_device, "no CUDA device found");
+  DeviceInfo dev;
+  KTUNE_RETURN_IF_ERROR(current_device(dev));
+  const ConvKernelEntry* e = nullptr;
+  KTUNE_RETURN_IF_ERROR(select_conv(desc, ops, conv_table(), dev, opt, e));
+  return e->launch(desc, ops, opt.launch, stream);
+}
+
+}  // namespace ktune

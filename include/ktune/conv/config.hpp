@@ -1,0 +1,165 @@
+// ktune/conv/config.hpp — one point of a conv kernel family's parameter space: the GEMM mainloop's
+// configuration (math, tile, warps, stages, vector width) plus the A-operand iterator that gathers the
+// implicit im2col matrix. Like GemmConfig it is a structural literal type used as a template argument.
+//
+// Iterators (all write the same swizzled shared-memory tile the GEMM mainloop reads; B, the filters,
+// is loaded by the GEMM's own copy as a column-major matrix with ldb = R·S·C):
+//   analytic      any C with C % align == 0; each k-tile's filter tap (r, s, c) is computed by division.
+//   optimized     C % 8 == 0, 16-byte vectors; the tap is carried from k-tile to k-tile (no division).
+//   few_channels  C == channels exactly (3 or 4: first layers), tap arithmetic with a compile-time C;
+//                 vectors of `align` elements never straddle a filter tap (C = 4: 8-byte cp.async,
+//                 C = 3: 2-byte loads packed into one 16-byte shared-memory store).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "ktune/arch.hpp"
+#include "ktune/constraints.hpp"
+#include "ktune/fixed_string.hpp"
+#include "ktune/gemm/config.hpp"
+#include "ktune/gemm/resource_model.hpp"
+
+namespace ktune {
+
+enum class ConvIterator : std::uint8_t { analytic, optimized, few_channels };
+
+constexpr std::string_view to_string(ConvIterator i) {
+  switch (i) {
+    case ConvIterator::analytic: return "analytic";
+    case ConvIterator::optimized: return "optimized";
+    case ConvIterator::few_channels: return "few_channels";
+  }
+  return "?";
+}
+
+struct ConvConfig {
+  GemmConfig gemm{};                              // A row-major (im2col), B column-major (KRSC filters)
+  ConvIterator iterator = ConvIterator::optimized;
+  int channels = 0;                               // few_channels: the C it is specialized for; else 0
+
+  constexpr DType operand() const { return gemm.operand(); }
+  constexpr int align() const { return gemm.align; }
+  friend constexpr bool operator==(const ConvConfig&, const ConvConfig&) = default;
+};
+
+// The A loader's thread mapping: each thread owns 16-byte chunks (8 elements) of the A tile, one chunk
+// column per thread and `gather_rows` rows stepping by the block's row coverage (like TileCopy's
+// regular mapping with 16-byte vectors); the row coordinates are kept in registers for the kernel.
+constexpr int conv_chunk_elems(const ConvConfig& c) { return 16 / size_of(c.operand()); }
+constexpr int conv_gather_rows(const ConvConfig& c) {
+  const int chunks = c.gemm.tile.m * c.gemm.tile.k / conv_chunk_elems(c);
+  return c.gemm.threads() > 0 ? chunks / c.gemm.threads() : 0;
+}
+inline constexpr int conv_max_gather_rows = 8;
+
+// Stable, readable name, e.g. ktune_conv2d_fprop_sm80_f16_optimized_128x128x32_w64x64_s4_a8 or
+// ktune_conv2d_fprop_sm80_bf16_few_channels_c3_128x64x32_w64x32_s4_a1. Part of the public interface.
+using ConvInstanceName = FixedString<96>;
+constexpr ConvInstanceName conv_instance_name(const ConvConfig& c) {
+  ConvInstanceName s;
+  s.append("ktune_conv2d_fprop_sm").append(c.gemm.arch_cc).append('_').append(math_short_name(c.gemm.math));
+  s.append('_').append(to_string(c.iterator));
+  if (c.iterator == ConvIterator::few_channels) s.append("_c").append(c.channels);
+  s.append('_').append(c.gemm.tile.m).append('x').append(c.gemm.tile.n).append('x').append(c.gemm.tile.k);
+  s.append("_w").append(c.gemm.warp.m).append('x').append(c.gemm.warp.n);
+  s.append("_s").append(c.gemm.stages).append("_a").append(c.gemm.align);
+  return s;
+}
+
+// ---- Constraint model --------------------------------------------------------------------------------
+// A conv configuration is valid when its GEMM mainloop is (the GEMM model's rules, Verdict) and the
+// conv rules below hold.
+enum class ConvRule {
+  none,
+  gemm,              // the GEMM mainloop's constraint model rejected it (see `gemm`)
+  math,              // the A gather feeds mma.sync on f16/bf16 only
+  layout,            // A is the row-major im2col matrix, B the column-major KRSC filters
+  iterator_vector,   // optimized: 16-byte vectors; few_channels: the widest vector dividing C
+  chunk_mapping,     // whole 16-byte chunks per thread, the block's threads covering whole chunk rows
+  gather_rows,       // at most conv_max_gather_rows rows of A per thread (row coordinates in registers)
+};
+
+constexpr std::string_view rule_name(ConvRule r) {
+  switch (r) {
+    case ConvRule::none: return "ok";
+    case ConvRule::gemm: return "gemm";
+    case ConvRule::math: return "conv_math";
+    case ConvRule::layout: return "conv_layout";
+    case ConvRule::iterator_vector: return "conv_iterator_vector";
+    case ConvRule::chunk_mapping: return "conv_chunk_mapping";
+    case ConvRule::gather_rows: return "conv_gather_rows";
+  }
+  return "?";
+}
+
+struct ConvVerdict {
+  ConvRule rule = ConvRule::none;
+  Verdict gemm{};       // when rule == gemm
+  long long value = 0;  // what the configuration needs
+  long long limit = 0;  // what the rule allows
+
+  constexpr bool ok() const { return rule == ConvRule::none; }
+  friend constexpr bool operator==(const ConvVerdict&, const ConvVerdict&) = default;
+
+  std::string describe() const {
+    auto n = [](long long v) { return std::to_string(v); };
+    switch (rule) {
+      case ConvRule::none: return "ok";
+      case ConvRule::gemm: return gemm.to_string();
+      case ConvRule::math: return "the conv A gather feeds mma.sync on f16/bf16 operands only";
+      case ConvRule::layout: return "conv instances are A row-major (im2col), B column-major (KRSC filters)";
+      case ConvRule::iterator_vector: return "iterator needs " + n(limit) + "-element vectors, configuration has " + n(value);
+      case ConvRule::chunk_mapping:
+        return "16-byte chunks of the A tile (" + n(value) + ") do not map evenly onto " + n(limit) + " threads";
+      case ConvRule::gather_rows:
+        return "each thread would gather " + n(value) + " rows of A, at most " + n(limit) + " fit in registers";
+    }
+    return "?";
+  }
+  std::string to_string() const { return ok() ? "ok" : std::string(rule_name(rule)) + ": " + describe(); }
+};
+
+constexpr ConvVerdict conv_require(bool cond, ConvRule rule, long long value, long long limit) {
+  return cond ? ConvVerdict{} : ConvVerdict{rule, {}, value, limit};
+}
+
+// The widest vector (elements, a power of two ≤ 8) that divides C.
+constexpr int widest_vector_dividing(long long c) { return c % 8 == 0 ? 8 : c % 4 == 0 ? 4 : c % 2 == 0 ? 2 : 1; }
+
+constexpr ConvVerdict validate(const ConvConfig& c, const ArchTraits& arch) {
+  const GemmConfig& g = c.gemm;
+  if (auto v = conv_require(g.math == MathOp::mma_f16 || g.math == MathOp::mma_bf16, ConvRule::math, 0, 0); !v.ok()) return v;
+  if (auto v = conv_require(g.a_layout == Layout::row && g.b_layout == Layout::col, ConvRule::layout, 0, 0); !v.ok()) return v;
+  if (const Verdict gv = validate(g, arch); !gv.ok()) return ConvVerdict{ConvRule::gemm, gv, 0, 0};
+  const int chunk = conv_chunk_elems(c);
+  if (c.iterator == ConvIterator::optimized)
+    if (auto v = conv_require(g.align == chunk, ConvRule::iterator_vector, g.align, chunk); !v.ok()) return v;
+  if (c.iterator == ConvIterator::few_channels) {
+    const int want = c.channels >= 1 && c.channels <= 4 ? widest_vector_dividing(c.channels) : 0;
+    if (auto v = conv_require(g.align == want, ConvRule::iterator_vector, g.align, want); !v.ok()) return v;
+  }
+  const int chunks_per_row = g.tile.k / chunk, chunks = g.tile.m * g.tile.k / chunk;
+  if (auto v = conv_require(g.tile.k % chunk == 0 && g.threads() % chunks_per_row == 0 && chunks % g.threads() == 0,
+                            ConvRule::chunk_mapping, chunks, g.threads());
+      !v.ok())
+    return v;
+  if (auto v = conv_require(conv_gather_rows(c) <= conv_max_gather_rows, ConvRule::gather_rows, conv_gather_rows(c),
+                            conv_max_gather_rows);
+      !v.ok())
+    return v;
+  return {};
+}
+
+// Shared memory and threads are the GEMM mainloop's. Registers: the GEMM estimate with its A copy
+// addresses replaced by the gather state (per row: pixel offset, h0, w0, and an address; per k-tile:
+// the tap and channel of the thread's chunk).
+constexpr GemmResources conv_resources(const ConvConfig& c) {
+  GemmResources r = estimate_resources(c.gemm);
+  const int threads = c.gemm.threads();
+  const int a_copies = threads > 0 ? c.gemm.tile.m * c.gemm.tile.k / c.gemm.align / threads : 0;
+  r.registers += -2 * a_copies + 5 * conv_gather_rows(c) + 8;
+  return r;
+}
+
+}  // namespace ktune

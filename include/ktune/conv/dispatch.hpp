@@ -1,0 +1,143 @@
+// ktune/conv/dispatch.hpp — the conv dispatch table: every instantiated conv kernel, its metadata,
+// whether it can run a problem (and why not), and how to launch it. Host code; listing and querying
+// work on a machine without a GPU.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ktune/arch.hpp"
+#include "ktune/conv/config.hpp"
+#include "ktune/conv/problem.hpp"
+#include "ktune/dispatch.hpp"
+#include "ktune/gemm/heuristic.hpp"
+
+namespace ktune {
+
+struct ConvLaunchOptions {
+  int raster_group = 8;  // output tiles are visited in groups of this many tile-rows, for L2 reuse
+};
+
+struct ConvKernelEntry {
+  std::string_view name;
+  std::string_view family;
+  ConvConfig config;
+  GemmResources resources;  // the constraint model's estimate
+  // Launch on `stream`; assumes validate() and can_implement() accepted the problem.
+  Status (*launch)(const Conv2dDesc&, const Conv2dOperands&, const ConvLaunchOptions&, cudaStream_t) = nullptr;
+  cudaError_t (*attributes)(cudaFuncAttributes*) = nullptr;
+};
+
+// Can this instance run this (already validated) problem on this device? The reason says why not.
+inline Status can_implement(const ConvKernelEntry& e, const Conv2dDesc& d, const ConvAlignment& al,
+                            const DeviceInfo* dev) {
+  const ConvConfig& c = e.config;
+  auto n = [](long long v) { return std::to_string(v); };
+  if (c.gemm.math != required_math(d))
+    return error(StatusCode::unsupported, "instance computes " + std::string(to_string(c.gemm.math)) + ", problem needs " +
+                                              std::string(to_string(required_math(d))));
+  switch (c.iterator) {
+    case ConvIterator::few_channels:
+      if (d.c != c.channels)
+        return error(StatusCode::unsupported,
+                     "few_channels iterator is specialized for C = " + n(c.channels) + ", problem has C = " + n(d.c));
+      break;
+    case ConvIterator::optimized:
+    case ConvIterator::analytic:
+      if (d.c % c.gemm.align != 0)
+        return error(StatusCode::misaligned, std::string(to_string(c.iterator)) + " iterator with " + n(c.gemm.align) +
+                                                 "-element vectors needs C % " + n(c.gemm.align) + " == 0, C = " + n(d.c));
+      break;
+  }
+  if (al.x % c.gemm.align != 0 || al.w % c.gemm.align != 0)
+    return error(StatusCode::misaligned, "instance needs " + n(c.gemm.align) + "-element vectors, x allows " + n(al.x) +
+                                             ", w allows " + n(al.w));
+  if (dev != nullptr) {
+    if (dev->cc < c.gemm.arch_cc)
+      return error(StatusCode::no_instance, "instance needs sm" + n(c.gemm.arch_cc) + ", device is sm" + n(dev->cc));
+    if (e.resources.smem_bytes > dev->smem_optin_bytes)
+      return error(StatusCode::no_instance, "instance needs " + n(e.resources.smem_bytes) +
+                                                " B shared memory, device allows " + n(dev->smem_optin_bytes));
+  }
+  return {};
+}
+
+class ConvTable {
+ public:
+  void add(const ConvKernelEntry& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (std::none_of(entries_.begin(), entries_.end(), [&](const ConvKernelEntry& x) { return x.name == e.name; }))
+      entries_.push_back(e);
+  }
+  // Entries are only added during static initialisation, so reading needs no lock afterwards.
+  const std::vector<ConvKernelEntry>& entries() const { return entries_; }
+  std::size_t size() const { return entries_.size(); }
+
+  const ConvKernelEntry* find(std::string_view name) const {
+    for (const auto& e : entries_)
+      if (e.name == name) return &e;
+    return nullptr;
+  }
+
+  std::vector<const ConvKernelEntry*> candidates(const Conv2dDesc& d, const ConvAlignment& al, const DeviceInfo* dev,
+                                                 std::vector<std::string>* why_not = nullptr) const {
+    std::vector<const ConvKernelEntry*> out;
+    for (const auto& e : entries_) {
+      Status s = can_implement(e, d, al, dev);
+      if (s.ok())
+        out.push_back(&e);
+      else if (why_not != nullptr)
+        why_not->push_back(std::string(e.name) + ": " + s.message());
+    }
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<ConvKernelEntry> entries_;
+};
+
+// The process-wide table that conv instance TUs register into (see conv/instantiate.cuh).
+inline ConvTable& conv_table() {
+  static ConvTable table;
+  return table;
+}
+
+// The GEMM this convolution runs as (for the cost model and for reports).
+inline GemmDesc implicit_gemm_of(const Conv2dDesc& d) {
+  const ConvShape s = conv_shape(d);
+  GemmDesc g;
+  g.m = s.m;
+  g.n = d.k;
+  g.k = s.kgemm;
+  g.ab_type = d.type;
+  g.a_layout = Layout::row;
+  g.b_layout = Layout::col;
+  g.d_type = d.out_type;
+  g.epilogue = d.epilogue;
+  return g;
+}
+
+// How fast an instance's A gather is, as a rank (lower is faster): the optimized iterator, then the
+// few-channels one, then the analytic one by vector width. Among the candidates of a problem the best
+// rank wins; the GEMM cost model on the implicit GEMM then chooses among its tiles.
+constexpr int gather_rank(const ConvConfig& c) {
+  switch (c.iterator) {
+    case ConvIterator::optimized: return 0;
+    case ConvIterator::few_channels: return 1;
+    case ConvIterator::analytic: return 2 + (c.gemm.align >= 8 ? 0 : c.gemm.align >= 4 ? 1 : c.gemm.align >= 2 ? 2 : 3);
+  }
+  return 9;
+}
+
+// Relative cost (lower is better) of the implicit GEMM for this instance's tiles (GEMM model).
+inline double heuristic_cost(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
+  const GemmKernelEntry g{e.name, e.family, e.config.gemm, e.resources};
+  return heuristic_cost(g, implicit_gemm_of(d), dev);
+}
+
+}  // namespace ktune

@@ -1,0 +1,15 @@
+// ktune/conv/instances/all.cuh — register every default conv family in one translation unit.
+// Include this in exactly one .cu file of a program that calls ktune::conv2d() (or compile
+// src/instances/conv_*.cu, one family per translation unit, for parallel builds).
+#pragma once
+#include "ktune/conv/families.hpp"
+#include "ktune/conv/instantiate.cuh"
+
+namespace ktune::detail {
+[[maybe_unused]] inline const bool default_conv_families_registered = [] {
+  register_conv_family<families::Sm80ConvOptimized>();
+  register_conv_family<families::Sm80ConvAnalytic>();
+  register_conv_family<families::Sm80ConvFewChannels>();
+  return true;
+}();
+}  // namespace ktune::detail

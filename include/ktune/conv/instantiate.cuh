@@ -1,0 +1,44 @@
+// ktune/conv/instantiate.cuh — turn a conv family's surviving configurations into conv dispatch-table
+// entries. Only configurations that passed the constraint model are ever named as template arguments.
+#pragma once
+#include <utility>
+
+#include "ktune/conv/family.hpp"
+#include "ktune/conv/kernel/conv_kernel.cuh"
+
+namespace ktune {
+
+// The I-th surviving configuration of conv family F, as a type (see conv2d_fprop_kernel).
+template <class F, std::size_t I>
+struct ConvFamilyConfig {
+  static constexpr ConvConfig value = valid_conv_configs<F>()[I];
+  static constexpr ConvInstanceName name = conv_instance_name(value);
+};
+
+template <class F, std::size_t I>
+ConvKernelEntry make_conv_entry() {
+  using Cfg = ConvFamilyConfig<F, I>;
+  return ConvKernelEntry{Cfg::name.view(), F::name, Cfg::value, conv_resources(Cfg::value),
+                         &kernel::launch_conv_builtin<Cfg>, &kernel::conv_attributes_of<Cfg>};
+}
+
+// Register the survivors with index % Parts == Part.
+template <class F, std::size_t Part = 0, std::size_t Parts = 1>
+void register_conv_family(ConvTable& table = conv_table()) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&] {
+          if constexpr (I % Parts == Part) table.add(make_conv_entry<F, I>());
+        }(),
+        ...);
+  }(std::make_index_sequence<conv_valid_count<F>>{});
+}
+
+}  // namespace ktune
+
+// Defines a registrar that adds part `part` of `parts` of conv family `fam` at static-initialisation
+// time. Put each in its own translation unit of the program that uses ktune::conv2d.
+#define KTUNE_REGISTER_CONV_FAMILY_PART(fam, part, parts)                                                \
+  namespace {                                                                                           \
+  [[maybe_unused]] const bool ktune_conv_registered_##part = (::ktune::register_conv_family<fam, part, parts>(), true); \
+  }

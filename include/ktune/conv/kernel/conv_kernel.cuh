@@ -1,0 +1,124 @@
+// ktune/conv/kernel/conv_kernel.cuh — the implicit-GEMM conv2d fprop kernel and its host launcher.
+// It is the GEMM kernel with one piece swapped: the A copies come from ConvAIterator (an im2col gather
+// from NHWC activations) instead of a dense TileCopy. Schedule (grouped raster), mainloop
+// (MmaMainloop::run_pipelined: cp.async stages, swizzled tiles, ldmatrix, mma.sync), B copies (the
+// KRSC filters as a column-major GEMM B) and the fused epilogue (store_tile) are the GEMM's own.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "ktune/conv/dispatch.hpp"
+#include "ktune/conv/kernel/iterator.cuh"
+#include "ktune/gemm/kernel/gemm_kernel.cuh"
+
+namespace ktune::kernel {
+
+template <class EpiParams>
+struct ConvParams {
+  GemmParams<EpiParams> g;  // the implicit GEMM: a = x, b = w (ldb = R·S·C), d = y (ldd = K), m, n = K, k = R·S·C
+  ConvGeometry geo;
+};
+
+// CfgT::value is a ConvConfig.
+template <class CfgT, class Epi>
+__global__ void __launch_bounds__(CfgT::value.gemm.threads(), target_blocks_per_sm(CfgT::value.gemm))
+    conv2d_fprop_kernel(const ConvParams<typename Epi::Params> p) {
+  static constexpr ConvConfig CC = CfgT::value;
+  static constexpr GemmConfig C = CC.gemm;
+  using T = element_t<operand_type(C.math)>;
+  using Mainloop = MmaMainloop<C, T>;
+  using AIter = ConvAIterator<CC, T>;
+  static_assert(std::is_same_v<typename Mainloop::TileA, typename AIter::Tile>, "A is gathered into the mainloop's tile");
+  extern __shared__ __align__(128) char smem[];
+  const int tiles_m = (p.g.m + C.tile.m - 1) / C.tile.m, tiles_n = (p.g.n + C.tile.n - 1) / C.tile.n;
+  const TileCoord tile = grouped_raster(blockIdx.x, tiles_m, tiles_n, p.g.raster_group);
+  const int m0 = tile.m * C.tile.m, n0 = tile.n * C.tile.n;
+  const int tid = threadIdx.x;
+
+  AIter a_iter;
+  a_iter.init(p.geo, m0, tid);
+  const T* X = static_cast<const T*>(p.g.a);
+  const T* B = static_cast<const T*>(p.g.b) + std::int64_t(n0) * p.g.ldb;
+  typename Mainloop::Accumulators acc;
+  Mainloop::run_pipelined(acc, smem, p.g.k, [&](int slot, int kt) {
+    char* sA = smem + slot * Mainloop::stage_bytes;
+    char* sB = sA + Mainloop::TileA::bytes;
+    const int k0 = kt * C.tile.k;
+    a_iter.load(sA, X, p.geo, kt);
+    Mainloop::CopyB::copy(sB, B + k0, p.g.ldb, p.g.n - n0, p.g.k - k0, tid);
+  });
+  __syncthreads();  // the pipeline's shared memory becomes the epilogue's staging area
+
+  switch (p.g.d_type) {
+    case DType::f32: store_tile<C, Epi, float, Mainloop>(p.g, acc, smem, m0, n0); break;
+    case DType::f16: store_tile<C, Epi, __half, Mainloop>(p.g, acc, smem, m0, n0); break;
+    case DType::bf16: store_tile<C, Epi, __nv_bfloat16, Mainloop>(p.g, acc, smem, m0, n0); break;
+  }
+}
+
+// ---- Host side -------------------------------------------------------------------------------------
+
+inline ConvGeometry conv_geometry(const Conv2dDesc& d) {
+  const ConvShape s = conv_shape(d);
+  ConvGeometry g{};
+  g.h = static_cast<int>(d.h);
+  g.w = static_cast<int>(d.w);
+  g.c = static_cast<int>(d.c);
+  g.s = static_cast<int>(d.s);
+  g.q = static_cast<int>(s.q);
+  g.pq = static_cast<int>(s.p * s.q);
+  g.m = static_cast<int>(s.m);
+  g.kgemm = static_cast<int>(s.kgemm);
+  g.pad_h = static_cast<int>(d.pad_h);
+  g.pad_w = static_cast<int>(d.pad_w);
+  g.stride_h = static_cast<int>(d.stride_h);
+  g.stride_w = static_cast<int>(d.stride_w);
+  g.dil_h = static_cast<int>(d.dil_h);
+  g.dil_w = static_cast<int>(d.dil_w);
+  return g;
+}
+
+template <class CfgT, class Epi>
+Status launch_conv_with(const Conv2dDesc& d, const typename Epi::Params& ep, const Conv2dOperands& ops,
+                        const ConvLaunchOptions& opt, cudaStream_t stream) {
+  constexpr ConvConfig CC = CfgT::value;
+  constexpr auto kernel = conv2d_fprop_kernel<CfgT, Epi>;
+  constexpr int smem = conv_resources(CC).smem_bytes;
+  const ConvShape s = conv_shape(d);
+  ConvParams<typename Epi::Params> p{};
+  p.g.m = static_cast<int>(s.m);
+  p.g.n = static_cast<int>(d.k);
+  p.g.k = static_cast<int>(s.kgemm);
+  p.g.a = ops.x;
+  p.g.lda = s.kgemm;  // unused: A is gathered
+  p.g.b = ops.w;
+  p.g.ldb = s.kgemm;
+  p.g.d = ops.y;
+  p.g.ldd = d.k;
+  p.g.d_type = d.out_type;
+  p.g.d_vec4 = alignment_of(d, ops).y % 4 == 0;
+  p.g.raster_group = opt.raster_group > 0 ? opt.raster_group : 8;
+  p.g.ep = ep;
+  p.geo = conv_geometry(d);
+  const std::int64_t tiles = ceil_div(s.m, std::int64_t{CC.gemm.tile.m}) * ceil_div(d.k, std::int64_t{CC.gemm.tile.n});
+  if (tiles > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
+  KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(smem));
+  kernel<<<static_cast<unsigned>(tiles), CC.gemm.threads(), smem, stream>>>(p);
+  return cuda_status(cudaGetLastError(), "conv2d kernel launch");
+}
+
+// The dispatch-table launcher: the built-in run-time epilogue; beta reads y's prior contents.
+template <class CfgT>
+Status launch_conv_builtin(const Conv2dDesc& d, const Conv2dOperands& ops, const ConvLaunchOptions& opt,
+                           cudaStream_t stream) {
+  const auto ep = epilogue::make_builtin_params(d.epilogue, ops.y, d.k, ops.bias, ops.residual, d.k);
+  return launch_conv_with<CfgT, epilogue::Builtin>(d, ep, ops, opt, stream);
+}
+
+template <class CfgT>
+cudaError_t conv_attributes_of(cudaFuncAttributes* a) {
+  return cudaFuncGetAttributes(a, conv2d_fprop_kernel<CfgT, epilogue::Builtin>);
+}
+
+}  // namespace ktune::kernel
