@@ -1,0 +1,227 @@
+// GPU tests of conv2d fprop: every conv instance, run by name, against a float64 CPU reference on small
+// problems (padding/stride/dilation corners, H or W smaller than the filter, 1x1, 3x3, 7x7, C not a
+// multiple of the tile or vector, odd K) with random non-zero data and poisoned, guarded outputs; every
+// epilogue and output type through the one-call API; misaligned pointers; residual aliasing y; bad input
+// launching nothing; ResNet-50 layer shapes at batch 1; the conv register model against the compiler.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "gpu/conv_util.cuh"
+
+using namespace ktconv;
+
+namespace {
+
+Conv2dDesc P(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c, std::int64_t k, std::int64_t r,
+             std::int64_t s, std::int64_t pad_h, std::int64_t pad_w, std::int64_t stride_h = 1, std::int64_t stride_w = 1,
+             std::int64_t dil_h = 1, std::int64_t dil_w = 1) {
+  Conv2dDesc d;
+  d.n = n;
+  d.h = h;
+  d.w = w;
+  d.c = c;
+  d.k = k;
+  d.r = r;
+  d.s = s;
+  d.pad_h = pad_h;
+  d.pad_w = pad_w;
+  d.stride_h = stride_h;
+  d.stride_w = stride_w;
+  d.dil_h = dil_h;
+  d.dil_w = dil_w;
+  return d;
+}
+
+struct Named {
+  const char* what;
+  Conv2dDesc d;
+};
+
+// Small problems; each instance runs every one its iterator accepts.
+const std::vector<Named>& problems() {
+  static const std::vector<Named> v = {
+      {"1x1, odd K", P(2, 7, 7, 64, 13, 1, 1, 0, 0)},
+      {"3x3 same padding, M and K not tile multiples", P(2, 9, 11, 64, 40, 3, 3, 1, 1)},
+      {"3x3 stride 2", P(3, 10, 9, 16, 24, 3, 3, 1, 1, 2, 2)},
+      {"3x3 dilation 2", P(2, 12, 12, 8, 16, 3, 3, 2, 2, 1, 1, 2, 2)},
+      {"H and W smaller than the 5x5 filter, padding 2", P(2, 2, 3, 8, 8, 5, 5, 2, 2)},
+      {"asymmetric pad/stride/dilation, 2x3 filter", P(2, 9, 10, 24, 20, 2, 3, 0, 2, 1, 3, 1, 2)},
+      {"C=128, many k-tiles, K=136", P(1, 16, 16, 128, 136, 3, 3, 1, 1)},
+      {"1x1 stride 2 (downsample)", P(2, 14, 14, 32, 72, 1, 1, 0, 0, 2, 2)},
+      {"7x7 filter on a 5x5 image, C=40", P(1, 5, 5, 40, 32, 7, 7, 3, 3)},
+      {"C=5 (scalar)", P(2, 8, 8, 5, 9, 3, 3, 1, 1)},
+      {"C=12 (4-element vectors)", P(2, 8, 8, 12, 20, 3, 3, 1, 1)},
+      {"C=6 (2-element vectors)", P(2, 7, 7, 6, 10, 3, 3, 1, 1)},
+      {"C=3 7x7 stride 2 (stem)", P(2, 17, 19, 3, 13, 7, 7, 3, 3, 2, 2)},
+      {"C=4 7x7 stride 2 (stem)", P(2, 20, 20, 4, 64, 7, 7, 3, 3, 2, 2)},
+      {"C=1, dilation 2 by 1", P(2, 6, 5, 1, 7, 3, 3, 2, 1, 1, 1, 2, 1)},
+      {"valid padding, no halo", P(2, 6, 6, 16, 8, 3, 3, 0, 0)},
+  };
+  return v;
+}
+
+std::vector<EpilogueSpec> epilogues() {
+  std::vector<EpilogueSpec> v;
+  v.push_back(bias_activation(Activation::relu));
+  v.push_back(bias_activation(Activation::gelu_tanh));
+  v.push_back(bias_activation(Activation::silu));
+  EpilogueSpec e;
+  e.residual = true;
+  v.push_back(e);
+  e.bias = true;
+  e.activation = Activation::relu;
+  v.push_back(e);  // bias + residual + relu (ResNet block output)
+  v.push_back(linear_combination(0.5f, 0.75f));
+  v.push_back(EpilogueSpec{});
+  e = bias_activation(Activation::gelu_erf);
+  v.push_back(e);
+  e = EpilogueSpec{};
+  e.alpha = 2.0f;
+  e.clamp = true;
+  e.clamp_lo = -0.5f;
+  e.clamp_hi = 0.25f;
+  v.push_back(e);
+  return v;
+}
+
+bool accepts(const ConvKernelEntry& e, const Conv2dDesc& d, const ConvCase& c) {
+  Conv2dOperands o;
+  o.x = c.x.data();
+  o.w = c.w.data();
+  return can_implement(e, d, alignment_of(d, o), nullptr).ok();
+}
+
+}  // namespace
+
+TEST_CASE("conv2d: every instance on every problem its iterator accepts, vs float64") {
+  REQUIRE(conv_table().size() > 0);
+  const auto eps = epilogues();
+  const DType outs[] = {DType::f16, DType::bf16, DType::f32};
+  std::vector<std::string> ran_nothing;
+  for (const auto& e : conv_table().entries()) ran_nothing.push_back(std::string(e.name));
+  std::uint64_t seed = 1;
+  for (DType t : {DType::f16, DType::bf16}) {
+    for (const Named& p : problems()) {
+      Conv2dDesc d = p.d;
+      d.type = t;
+      const ConvCase c(d, seed++);
+      int i = 0;
+      for (const auto& e : conv_table().entries()) {
+        if (e.config.operand() != t || !accepts(e, d, c)) continue;
+        ++i;
+        const EpilogueSpec& ep = eps[(seed + i) % eps.size()];
+        const DType out = outs[(seed + 2 * i) % 3];
+        const Check chk = run_and_check(c, ep, out, e.name.data(), seed * 100 + i);
+        Conv2dDesc shown = d;
+        shown.epilogue = ep;
+        shown.out_type = out;
+        INFO(e.name << " on " << p.what << ": " << describe(shown) << ": " << chk.summary());
+        CHECK(chk.ok(tolerance(out)));
+        std::erase(ran_nothing, std::string(e.name));
+      }
+    }
+  }
+  INFO("instances no test problem reached: " << ran_nothing.size());
+  CHECK(ran_nothing.empty());
+}
+
+TEST_CASE("conv2d: every epilogue and output type through the one-call API") {
+  const auto eps = epilogues();
+  std::uint64_t seed = 1000;
+  for (DType t : {DType::f16, DType::bf16})
+    for (const Conv2dDesc& base : {P(2, 9, 11, 64, 40, 3, 3, 1, 1), P(2, 17, 19, 3, 13, 7, 7, 3, 3, 2, 2),
+                                   P(2, 8, 8, 5, 9, 3, 3, 1, 1), P(2, 20, 20, 4, 64, 7, 7, 3, 3, 2, 2)}) {
+      Conv2dDesc d = base;
+      d.type = t;
+      const ConvCase c(d, seed++);
+      for (const EpilogueSpec& ep : eps)
+        for (DType out : {DType::f16, DType::bf16, DType::f32}) {
+          const Check chk = run_and_check(c, ep, out, nullptr, seed++);
+          Conv2dDesc shown = d;
+          shown.epilogue = ep;
+          shown.out_type = out;
+          INFO(describe(shown) << ": " << chk.summary());
+          CHECK(chk.ok(tolerance(out)));
+        }
+    }
+}
+
+TEST_CASE("conv2d: residual aliasing y (in-place shortcut add)") {
+  for (DType t : {DType::f16, DType::bf16}) {
+    Conv2dDesc d = P(2, 9, 9, 32, 32, 3, 3, 1, 1);
+    d.type = t;
+    const ConvCase c(d, 77);
+    EpilogueSpec e = bias_activation(Activation::relu);
+    e.residual = true;
+    const Check chk = run_and_check(c, e, t, nullptr, 78, nullptr, true);
+    INFO(describe(d) << ": " << chk.summary());
+    CHECK(chk.ok(tolerance(t)));
+  }
+}
+
+TEST_CASE("conv2d: misaligned activations fall back to narrower vectors and stay correct") {
+  for (std::int64_t off : {1, 2, 4}) {  // x data 2, 4 or 8 bytes past 16-byte alignment
+    Conv2dDesc d = P(2, 9, 9, 64, 24, 3, 3, 1, 1);
+    const ConvCase c(d, 90 + off, off);
+    Conv2dOperands o;
+    o.x = c.x.data();
+    o.w = c.w.data();
+    o.y = c.x.data();  // only for selection below; not launched
+    const ConvAlignment al = alignment_of(d, o);
+    CHECK(al.x == (off == 1 ? 1 : off == 2 ? 2 : 4));
+    const Check chk = run_and_check(c, bias_activation(Activation::relu), DType::f16, nullptr, 91);
+    INFO("x offset " << off << " elements: " << chk.summary());
+    CHECK(chk.ok(tolerance(DType::f16)));
+  }
+}
+
+TEST_CASE("conv2d: bad input launches nothing and leaves y untouched") {
+  Conv2dDesc d = P(1, 8, 8, 16, 16, 3, 3, 1, 1);
+  const ConvCase c(d, 5);
+  Tensor y(DType::f16, conv_shape(d).y_elems);
+  Conv2dOperands o;
+  o.x = c.x.data();
+  o.w = c.w.data();
+  o.y = y.data();
+  Conv2dDesc bad = d;
+  bad.groups = 2;
+  CHECK(conv2d(bad, o).code() == StatusCode::unsupported);
+  bad = d;
+  bad.stride_w = 0;
+  CHECK(conv2d(bad, o).code() == StatusCode::invalid_argument);
+  bad = d;
+  bad.epilogue = bias_activation(Activation::relu);  // bias pointer missing
+  CHECK(conv2d(bad, o).code() == StatusCode::invalid_argument);
+  o.y = const_cast<void*>(c.x.data());
+  CHECK(conv2d(d, o).code() == StatusCode::invalid_argument);  // y overlaps x
+  KTCONV_CUDA(cudaDeviceSynchronize());
+  CHECK(y.download() == y.image);
+}
+
+TEST_CASE("conv2d: ResNet-50 layer shapes at batch 1 (the instance the heuristic picks)") {
+  std::uint64_t seed = 500;
+  for (const Conv2dDesc& base : {P(1, 56, 56, 64, 64, 3, 3, 1, 1), P(1, 224, 224, 4, 64, 7, 7, 3, 3, 2, 2),
+                                 P(1, 224, 224, 3, 64, 7, 7, 3, 3, 2, 2), P(1, 28, 28, 128, 512, 1, 1, 0, 0),
+                                 P(1, 14, 14, 256, 256, 3, 3, 1, 1), P(1, 7, 7, 2048, 512, 1, 1, 0, 0),
+                                 P(1, 56, 56, 256, 128, 1, 1, 0, 0, 2, 2)}) {
+    const ConvCase c(base, seed++);
+    EpilogueSpec e = bias_activation(Activation::relu);
+    const Check chk = run_and_check(c, e, DType::f16, nullptr, seed++);
+    INFO(describe(base) << ": " << chk.summary());
+    CHECK(chk.ok(tolerance(DType::f16)));
+  }
+}
+
+TEST_CASE("conv model vs compiler: no spills, registers within the limit") {
+  for (const auto& e : conv_table().entries()) {
+    cudaFuncAttributes a{};
+    KTCONV_CUDA(e.attributes(&a));
+    INFO(e.name << ": " << a.numRegs << " registers (model " << e.resources.registers << "), " << a.localSizeBytes
+                << " B local");
+    CHECK(a.localSizeBytes == 0);
+    CHECK(a.numRegs <= 255);
+    CHECK(a.maxThreadsPerBlock >= e.config.gemm.threads());
+  }
+}

@@ -1,0 +1,232 @@
+// Host tests of the conv constraint model, the default conv families and table, instance names, and
+// which instance can_implement / select_conv pick (iterator by C and pointer alignment) on a fake H200.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "ktune/conv.hpp"
+#include "ktune/conv/families.hpp"
+
+using namespace ktune;
+
+namespace {
+
+const void* caddr(std::uintptr_t a) { return reinterpret_cast<const void*>(a); }
+void* cmaddr(std::uintptr_t a) { return reinterpret_cast<void*>(a); }
+
+DeviceInfo fake_h200() {
+  DeviceInfo d;
+  d.ordinal = 0;
+  d.name = "NVIDIA H200";
+  d.cc = 90;
+  d.sm_count = 132;
+  d.l2_bytes = 60 * 1024 * 1024;
+  d.smem_optin_bytes = 227 * 1024;
+  return d;
+}
+
+Conv2dDesc layer(std::int64_t n, std::int64_t hw, std::int64_t c, std::int64_t k, std::int64_t rs, std::int64_t stride,
+                 DType t = DType::f16) {
+  Conv2dDesc d;
+  d.n = n;
+  d.h = d.w = hw;
+  d.c = c;
+  d.k = k;
+  d.r = d.s = rs;
+  d.pad_h = d.pad_w = rs / 2;
+  d.stride_h = d.stride_w = stride;
+  d.type = t;
+  d.epilogue = bias_activation(Activation::relu);
+  return d;
+}
+
+Conv2dOperands ops(std::uintptr_t x_offset = 0) {
+  Conv2dOperands o;
+  o.x = caddr(0x100000000 + x_offset);
+  o.w = caddr(0x200000000);
+  o.y = cmaddr(0x300000000);
+  o.bias = caddr(0x400000000);
+  return o;
+}
+
+const ConvKernelEntry& chosen(const Conv2dDesc& d, const Conv2dOperands& o = ops()) {
+  const ConvKernelEntry* e = nullptr;
+  const Status s = select_conv(d, o, conv_table(), fake_h200(), {}, e);
+  INFO(s.to_string());
+  REQUIRE(s.ok());
+  REQUIRE(e != nullptr);
+  return *e;
+}
+
+constexpr ConvConfig config(ConvIterator it, int align, int channels, TileShape t, WarpShape w, int stages = 4,
+                            MathOp m = MathOp::mma_f16) {
+  return ConvConfig{GemmConfig{80, m, Layout::row, Layout::col, t, w, stages, align}, it, channels};
+}
+
+}  // namespace
+
+TEST_CASE("conv names are stable and readable") {
+  CHECK(conv_instance_name(config(ConvIterator::optimized, 8, 0, {128, 128, 32}, {64, 64})).view() ==
+        "ktune_conv2d_fprop_sm80_f16_optimized_128x128x32_w64x64_s4_a8");
+  CHECK(conv_instance_name(config(ConvIterator::few_channels, 1, 3, {128, 64, 32}, {32, 32}, 4, MathOp::mma_bf16)).view() ==
+        "ktune_conv2d_fprop_sm80_bf16_few_channels_c3_128x64x32_w32x32_s4_a1");
+  CHECK(conv_instance_name(config(ConvIterator::analytic, 2, 0, {128, 64, 32}, {32, 32})).view() ==
+        "ktune_conv2d_fprop_sm80_f16_analytic_128x64x32_w32x32_s4_a2");
+}
+
+TEST_CASE("conv constraint model: each conv rule with its reason") {
+  CHECK(validate(config(ConvIterator::optimized, 8, 0, {128, 128, 32}, {64, 64}), sm80).ok());
+  // optimized needs 16-byte vectors
+  ConvVerdict v = validate(config(ConvIterator::optimized, 4, 0, {128, 64, 32}, {32, 32}), sm80);
+  CHECK(v.rule == ConvRule::iterator_vector);
+  CHECK(v.value == 4);
+  CHECK(v.limit == 8);
+  CHECK(v.to_string().find("conv_iterator_vector") != std::string::npos);
+  // few_channels: the widest vector dividing C (C = 3 → 1, C = 4 → 4)
+  CHECK(validate(config(ConvIterator::few_channels, 4, 3, {128, 64, 32}, {32, 32}), sm80).rule == ConvRule::iterator_vector);
+  CHECK(validate(config(ConvIterator::few_channels, 2, 4, {128, 64, 32}, {32, 32}), sm80).rule == ConvRule::iterator_vector);
+  CHECK(validate(config(ConvIterator::few_channels, 4, 4, {128, 64, 32}, {32, 32}), sm80).ok());
+  CHECK(validate(config(ConvIterator::few_channels, 1, 3, {128, 64, 32}, {32, 32}), sm80).ok());
+  CHECK(validate(config(ConvIterator::few_channels, 1, 9, {128, 64, 32}, {32, 32}), sm80).rule == ConvRule::iterator_vector);
+  // math and layout
+  ConvConfig c = config(ConvIterator::analytic, 4, 0, {128, 128, 32}, {32, 64}, 3, MathOp::mma_tf32);
+  CHECK(validate(c, sm80).rule == ConvRule::math);
+  c = config(ConvIterator::analytic, 4, 0, {128, 128, 32}, {64, 64});
+  c.gemm.a_layout = Layout::col;
+  CHECK(validate(c, sm80).rule == ConvRule::layout);
+  // rows of A per thread bounded (registers): 128x32x64 with 2 warps → 16 rows per thread
+  v = validate(config(ConvIterator::optimized, 8, 0, {128, 32, 64}, {64, 32}), sm80);
+  CHECK(v.rule == ConvRule::gather_rows);
+  CHECK(v.value == 16);
+  CHECK(v.describe().find("at most 8") != std::string::npos);
+  // the GEMM model's verdict passes through, with its own rule
+  v = validate(config(ConvIterator::optimized, 8, 0, {256, 256, 64}, {64, 64}, 8), sm80);
+  CHECK(v.rule == ConvRule::gemm);
+  CHECK(v.gemm.rule == Rule::smem_fits);
+  CHECK(v.to_string().find("smem_fits") != std::string::npos);
+  v = validate(config(ConvIterator::optimized, 8, 0, {128, 128, 32}, {48, 64}), sm80);
+  CHECK(v.rule == ConvRule::gemm);
+  CHECK(v.gemm.rule == Rule::warp_divides_tile);
+}
+
+TEST_CASE("conv default families: everything listed survives and is registered, names unique") {
+  std::size_t expected = conv_valid_count<families::Sm80ConvOptimized> + conv_valid_count<families::Sm80ConvAnalytic> +
+                         conv_valid_count<families::Sm80ConvFewChannels>;
+  CHECK(conv_valid_count<families::Sm80ConvOptimized> == conv_family_size<families::Sm80ConvOptimized>);
+  CHECK(conv_valid_count<families::Sm80ConvAnalytic> == conv_family_size<families::Sm80ConvAnalytic>);
+  CHECK(conv_valid_count<families::Sm80ConvFewChannels> == conv_family_size<families::Sm80ConvFewChannels>);
+  CHECK(expected == 18);
+  CHECK(conv_table().size() == expected);
+  std::set<std::string> names;
+  for (const auto& e : conv_table().entries()) {
+    CAPTURE(e.name);
+    names.insert(std::string(e.name));
+    CHECK(e.name.substr(0, 23) == "ktune_conv2d_fprop_sm80");
+    CHECK(e.name == conv_instance_name(e.config).view());
+    CHECK(validate(e.config, sm80).ok());
+    CHECK(e.resources == conv_resources(e.config));
+    CHECK((e.launch != nullptr));
+    CHECK((e.attributes != nullptr));
+    CHECK(e.resources.smem_bytes <= sm80.smem_optin_bytes);
+  }
+  CHECK(names.size() == conv_table().size());
+  for (const char* n : {"ktune_conv2d_fprop_sm80_f16_optimized_128x128x32_w64x64_s4_a8",
+                        "ktune_conv2d_fprop_sm80_bf16_optimized_128x256x32_w64x64_s4_a8",
+                        "ktune_conv2d_fprop_sm80_f16_few_channels_c4_128x64x32_w32x32_s4_a4",
+                        "ktune_conv2d_fprop_sm80_bf16_few_channels_c3_128x64x32_w32x32_s4_a1",
+                        "ktune_conv2d_fprop_sm80_f16_analytic_128x64x32_w32x32_s4_a1"}) {
+    CAPTURE(n);
+    CHECK(conv_table().find(n) != nullptr);
+  }
+}
+
+TEST_CASE("conv can_implement: reasons by iterator, type and alignment") {
+  const ConvKernelEntry* opt = conv_table().find("ktune_conv2d_fprop_sm80_f16_optimized_128x128x32_w64x64_s4_a8");
+  const ConvKernelEntry* fc4 = conv_table().find("ktune_conv2d_fprop_sm80_f16_few_channels_c4_128x64x32_w32x32_s4_a4");
+  const ConvKernelEntry* an2 = conv_table().find("ktune_conv2d_fprop_sm80_f16_analytic_128x64x32_w32x32_s4_a2");
+  REQUIRE(opt != nullptr);
+  REQUIRE(fc4 != nullptr);
+  REQUIRE(an2 != nullptr);
+  const DeviceInfo dev = fake_h200();
+  Conv2dDesc d = layer(2, 28, 12, 32, 3, 1);
+  Status s = can_implement(*opt, d, alignment_of(d, ops()), &dev);
+  CHECK(s.code() == StatusCode::misaligned);
+  CHECK(s.message().find("C % 8 == 0, C = 12") != std::string::npos);
+  CHECK(can_implement(*an2, d, alignment_of(d, ops()), &dev).ok());
+  s = can_implement(*fc4, d, alignment_of(d, ops()), &dev);
+  CHECK(s.code() == StatusCode::unsupported);
+  CHECK(s.message().find("specialized for C = 4, problem has C = 12") != std::string::npos);
+  d = layer(2, 28, 64, 32, 3, 1, DType::bf16);
+  s = can_implement(*opt, d, alignment_of(d, ops()), &dev);
+  CHECK(s.code() == StatusCode::unsupported);
+  CHECK(s.message().find("problem needs mma_bf16") != std::string::npos);
+  d = layer(2, 28, 64, 32, 3, 1);
+  s = can_implement(*opt, d, alignment_of(d, ops(4)), &dev);  // x 4 bytes off: 2-element vectors
+  CHECK(s.code() == StatusCode::misaligned);
+  CHECK(s.message().find("x allows 2") != std::string::npos);
+  CHECK(can_implement(*an2, d, alignment_of(d, ops(4)), &dev).ok());
+  DeviceInfo old = dev;
+  old.cc = 75;
+  s = can_implement(*opt, d, alignment_of(d, ops()), &old);
+  CHECK(s.code() == StatusCode::no_instance);
+  CHECK(s.message().find("needs sm80") != std::string::npos);
+}
+
+TEST_CASE("conv select: the iterator follows C and the pointers' alignment") {
+  CHECK(chosen(layer(32, 56, 64, 64, 3, 1)).config.iterator == ConvIterator::optimized);
+  CHECK(chosen(layer(32, 56, 256, 64, 1, 1)).config.iterator == ConvIterator::optimized);
+  CHECK(chosen(layer(32, 224, 4, 64, 7, 2)).config.iterator == ConvIterator::few_channels);
+  CHECK(chosen(layer(32, 224, 4, 64, 7, 2)).config.channels == 4);
+  CHECK(chosen(layer(32, 224, 3, 64, 7, 2)).config.channels == 3);
+  CHECK(chosen(layer(2, 28, 12, 32, 3, 1)).config.iterator == ConvIterator::analytic);
+  CHECK(chosen(layer(2, 28, 12, 32, 3, 1)).config.gemm.align == 4);
+  CHECK(chosen(layer(2, 28, 6, 32, 3, 1)).config.gemm.align == 2);
+  CHECK(chosen(layer(2, 28, 5, 32, 3, 1)).config.gemm.align == 1);
+  // f16 data whose x pointer is only 2-byte aligned: the scalar analytic iterator
+  const ConvKernelEntry& e = chosen(layer(2, 28, 64, 32, 3, 1), ops(2));
+  CHECK(e.config.iterator == ConvIterator::analytic);
+  CHECK(e.config.gemm.align == 1);
+  // bf16 problems get bf16 instances
+  CHECK(chosen(layer(32, 28, 128, 128, 3, 1, DType::bf16)).config.gemm.math == MathOp::mma_bf16);
+  CHECK(chosen(layer(32, 224, 3, 64, 7, 2, DType::bf16)).config.gemm.math == MathOp::mma_bf16);
+}
+
+TEST_CASE("conv select: by name, unknown names, and deterministic choices") {
+  const DeviceInfo dev = fake_h200();
+  const ConvKernelEntry* e = nullptr;
+  ConvOptions opt;
+  opt.instance = "ktune_conv2d_fprop_sm80_f16_analytic_128x64x32_w32x32_s4_a1";
+  CHECK(select_conv(layer(2, 28, 64, 32, 3, 1), ops(), conv_table(), dev, opt, e).ok());
+  REQUIRE(e != nullptr);
+  CHECK(e->name == opt.instance);
+  opt.instance = "ktune_conv2d_fprop_sm80_f16_optimized_128x128x32_w64x64_s4_a8";
+  Status s = select_conv(layer(2, 28, 12, 32, 3, 1), ops(), conv_table(), dev, opt, e);
+  CHECK(s.code() == StatusCode::misaligned);
+  opt.instance = "no_such_conv";
+  s = select_conv(layer(2, 28, 64, 32, 3, 1), ops(), conv_table(), dev, opt, e);
+  CHECK(s.code() == StatusCode::no_instance);
+  CHECK(s.message().find("no conv instance named no_such_conv") != std::string::npos);
+  ConvTable empty;
+  s = select_conv(layer(2, 28, 64, 32, 3, 1), ops(), empty, dev, {}, e);
+  CHECK(s.code() == StatusCode::no_instance);
+  CHECK(s.message().find("conv dispatch table is empty") != std::string::npos);
+  // invalid input wins over everything else
+  Conv2dDesc bad = layer(2, 28, 64, 32, 3, 1);
+  bad.groups = 2;
+  CHECK(select_conv(bad, ops(), empty, dev, {}, e).code() == StatusCode::unsupported);
+  // the 15 ResNet-50 layers of shared/ANCHORS.md (N = 32): one choice, the same every time
+  const Conv2dDesc layers[] = {layer(32, 224, 4, 64, 7, 2),  layer(32, 56, 64, 64, 1, 1),   layer(32, 56, 64, 64, 3, 1),
+                               layer(32, 56, 64, 256, 1, 1), layer(32, 56, 256, 64, 1, 1),  layer(32, 56, 256, 128, 1, 1),
+                               layer(32, 28, 128, 128, 3, 1), layer(32, 28, 128, 512, 1, 1), layer(32, 28, 512, 128, 1, 1),
+                               layer(32, 14, 256, 256, 3, 1), layer(32, 14, 1024, 256, 1, 1), layer(32, 14, 256, 1024, 1, 1),
+                               layer(32, 7, 512, 512, 3, 1),  layer(32, 7, 2048, 512, 1, 1),  layer(32, 7, 512, 2048, 1, 1)};
+  for (const Conv2dDesc& d : layers) {
+    const ConvKernelEntry& a = chosen(d);
+    const ConvKernelEntry& b = chosen(d);
+    CAPTURE(a.name);
+    CHECK(&a == &b);
+    if (d.c % 8 == 0) CHECK(a.config.iterator == ConvIterator::optimized);
+  }
+}
