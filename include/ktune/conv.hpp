@@ -67,14 +67,16 @@ inline Status select_conv(const Conv2dDesc& desc, const Conv2dOperands& ops, con
     else if (device_reason.empty()) device_reason = std::string(e->name) + ": " + s.message();
   }
   if (on_device.empty()) return error(StatusCode::no_instance, "no conv instance runs on this device (" + device_reason + ")");
-  // The fastest gather first, then the GEMM cost model; ties resolve by table order (deterministic).
-  int best_rank = std::numeric_limits<int>::max();
+  // The fastest gather first, then the measured tile policy, then the GEMM cost model; ties resolve
+  // by table order (deterministic).
+  int best_rank = std::numeric_limits<int>::max(), best_mismatch = std::numeric_limits<int>::max();
   double best = std::numeric_limits<double>::infinity();
   for (const ConvKernelEntry* e : on_device) {
-    const int rank = gather_rank(e->config);
+    const int rank = gather_rank(e->config), mismatch = conv_tile_mismatch(e->config, desc, dev);
     const double cost = heuristic_cost(*e, desc, dev);
-    if (rank < best_rank || (rank == best_rank && cost < best)) {
+    if (rank < best_rank || (rank == best_rank && (mismatch < best_mismatch || (mismatch == best_mismatch && cost < best)))) {
       best_rank = rank;
+      best_mismatch = mismatch;
       best = cost;
       out = e;
     }

@@ -113,11 +113,12 @@ TEST_CASE("conv constraint model: each conv rule with its reason") {
 
 TEST_CASE("conv default families: everything listed survives and is registered, names unique") {
   std::size_t expected = conv_valid_count<families::Sm80ConvOptimized> + conv_valid_count<families::Sm80ConvAnalytic> +
-                         conv_valid_count<families::Sm80ConvFewChannels>;
+                         conv_valid_count<families::Sm80ConvFewChannels> + conv_valid_count<families::Sm80ConvFewChannels3>;
   CHECK(conv_valid_count<families::Sm80ConvOptimized> == conv_family_size<families::Sm80ConvOptimized>);
   CHECK(conv_valid_count<families::Sm80ConvAnalytic> == conv_family_size<families::Sm80ConvAnalytic>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels> == conv_family_size<families::Sm80ConvFewChannels>);
-  CHECK(expected == 18);
+  CHECK(conv_valid_count<families::Sm80ConvFewChannels3> == conv_family_size<families::Sm80ConvFewChannels3>);
+  CHECK(expected == 14);
   CHECK(conv_table().size() == expected);
   std::set<std::string> names;
   for (const auto& e : conv_table().entries()) {
@@ -132,10 +133,10 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
     CHECK(e.resources.smem_bytes <= sm80.smem_optin_bytes);
   }
   CHECK(names.size() == conv_table().size());
-  for (const char* n : {"ktune_conv2d_fprop_sm80_f16_optimized_128x128x32_w64x64_s4_a8",
-                        "ktune_conv2d_fprop_sm80_bf16_optimized_128x256x32_w64x64_s4_a8",
+  for (const char* n : {"ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w32x32_s4_a8",
+                        "ktune_conv2d_fprop_sm80_bf16_optimized_64x64x64_w32x32_s4_a8",
                         "ktune_conv2d_fprop_sm80_f16_few_channels_c4_128x64x32_w32x32_s4_a4",
-                        "ktune_conv2d_fprop_sm80_bf16_few_channels_c3_128x64x32_w32x32_s4_a1",
+                        "ktune_conv2d_fprop_sm80_bf16_few_channels_c3_256x64x32_w64x32_s3_a1",
                         "ktune_conv2d_fprop_sm80_f16_analytic_128x64x32_w32x32_s4_a1"}) {
     CAPTURE(n);
     CHECK(conv_table().find(n) != nullptr);
@@ -143,7 +144,7 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
 }
 
 TEST_CASE("conv can_implement: reasons by iterator, type and alignment") {
-  const ConvKernelEntry* opt = conv_table().find("ktune_conv2d_fprop_sm80_f16_optimized_128x128x32_w64x64_s4_a8");
+  const ConvKernelEntry* opt = conv_table().find("ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w32x32_s4_a8");
   const ConvKernelEntry* fc4 = conv_table().find("ktune_conv2d_fprop_sm80_f16_few_channels_c4_128x64x32_w32x32_s4_a4");
   const ConvKernelEntry* an2 = conv_table().find("ktune_conv2d_fprop_sm80_f16_analytic_128x64x32_w32x32_s4_a2");
   REQUIRE(opt != nullptr);
@@ -201,7 +202,7 @@ TEST_CASE("conv select: by name, unknown names, and deterministic choices") {
   CHECK(select_conv(layer(2, 28, 64, 32, 3, 1), ops(), conv_table(), dev, opt, e).ok());
   REQUIRE(e != nullptr);
   CHECK(e->name == opt.instance);
-  opt.instance = "ktune_conv2d_fprop_sm80_f16_optimized_128x128x32_w64x64_s4_a8";
+  opt.instance = "ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w32x32_s4_a8";
   Status s = select_conv(layer(2, 28, 12, 32, 3, 1), ops(), conv_table(), dev, opt, e);
   CHECK(s.code() == StatusCode::misaligned);
   opt.instance = "no_such_conv";
@@ -229,4 +230,29 @@ TEST_CASE("conv select: by name, unknown names, and deterministic choices") {
     CHECK(&a == &b);
     if (d.c % 8 == 0) CHECK(a.config.iterator == ConvIterator::optimized);
   }
+}
+
+TEST_CASE("conv select: the measured tile policy (deep reductions on few tiles take BK = 64)") {
+  const DeviceInfo dev = fake_h200();
+  const ConvConfig t128{GemmConfig{80, MathOp::mma_f16, Layout::row, Layout::col, {128, 64, 32}, {32, 32}, 4, 8},
+                        ConvIterator::optimized, 0};
+  const ConvConfig t64{GemmConfig{80, MathOp::mma_f16, Layout::row, Layout::col, {64, 64, 64}, {32, 32}, 4, 8},
+                       ConvIterator::optimized, 0};
+  // 56x56 maps, shallow reductions, 3x3 on 64 channels: 128-row tiles
+  for (const Conv2dDesc& d : {layer(32, 56, 64, 64, 1, 1), layer(32, 56, 64, 64, 3, 1), layer(32, 56, 256, 128, 1, 1),
+                              layer(32, 28, 512, 128, 1, 1), layer(32, 7, 512, 2048, 1, 1)}) {
+    CHECK(conv_tile_mismatch(t128, d, dev) == 0);
+    CHECK(conv_tile_mismatch(t64, d, dev) == 2);
+    CHECK(chosen(d).config.gemm.tile.m == 128);
+  }
+  // deep reductions with few 128x64 tiles (14x14 and 7x7 maps): 64x64x64
+  for (const Conv2dDesc& d : {layer(32, 14, 256, 256, 3, 1), layer(32, 14, 1024, 256, 1, 1), layer(32, 7, 512, 512, 3, 1),
+                              layer(32, 7, 2048, 512, 1, 1)}) {
+    CHECK(conv_tile_mismatch(t64, d, dev) == 0);
+    CHECK(chosen(d).config.gemm.tile.k == 64);
+  }
+  // the same deep layer at batch 256 fills the GPU: back to 128-row tiles
+  CHECK(chosen(layer(256, 14, 1024, 256, 1, 1)).config.gemm.tile.m == 128);
+  // the C = 3 stem: the 256-row few-channels instance
+  CHECK(chosen(layer(32, 224, 3, 64, 7, 2)).name == "ktune_conv2d_fprop_sm80_f16_few_channels_c3_256x64x32_w64x32_s3_a1");
 }

@@ -134,6 +134,19 @@ constexpr int gather_rank(const ConvConfig& c) {
   return 9;
 }
 
+// Tile policy measured on an H200 (the ResNet-50 layers of shared/ANCHORS.md at N = 32, every default
+// and 24 other block shapes timed; notes/conv2d.md): 128-row tiles with BK = 32 are fastest unless
+// the reduction is deep (R·S·C ≥ 1024) and 128×64 tiles would not fill two waves of two blocks per
+// multiprocessor — there 64-row tiles with BK = 64 are (by 5–25%). 0 for the preferred shape, more
+// for worse matches; the GEMM cost model breaks ties.
+inline int conv_tile_mismatch(const ConvConfig& c, const Conv2dDesc& d, const DeviceInfo& dev) {
+  const ConvShape s = conv_shape(d);
+  const double tiles_128x64 = double((s.m + 127) / 128) * double((d.k + 63) / 64);
+  const bool deep_and_few = s.kgemm >= 1024 && tiles_128x64 < 4.0 * std::max(1, dev.sm_count);
+  const int want_m = deep_and_few ? 64 : 128, want_k = deep_and_few ? 64 : 32;
+  return (c.gemm.tile.m != want_m ? 1 : 0) + (c.gemm.tile.k != want_k ? 1 : 0);
+}
+
 // Relative cost (lower is better) of the implicit GEMM for this instance's tiles (GEMM model).
 inline double heuristic_cost(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
   const GemmKernelEntry g{e.name, e.family, e.config.gemm, e.resources};

@@ -1,24 +1,24 @@
 // ktune/conv/families.hpp — the default conv2d fprop families (sm80 mma.sync, f16 and bf16 with fp32
 // accumulation). Tuning policy, kept apart from kernel code: the constraint model prunes the product
-// and the host tests list what survived. Instance counts are kept modest (build time): 18 in all.
+// and the host tests list what survived. Instance counts are kept modest (build time): 14 in all.
 #pragma once
 #include "ktune/arch.hpp"
 #include "ktune/conv/family.hpp"
 
 namespace ktune::families {
 
-// C % 8 == 0 (every layer of a ResNet after the first): 16-byte vectors, tap carried across k-tiles.
-// 128x256 for wide outputs (K ≥ 256), 128x128 the workhorse, 128x64 for K = 64, 64x64x64 for layers
-// too small to fill 132 multiprocessors with 128-row tiles (7×7 and 14×14 feature maps).
+// Block shapes were chosen by timing 14 candidates on an H200 over the 15 ResNet-50 layers of
+// shared/ANCHORS.md at N = 32 (notes/conv2d.md): 128x64x32 (8 warps of 32x32) was fastest on 10 of
+// the 14 C % 8 == 0 layers, 64x64x64 on the deep-reduction layers with few output tiles (7x7 and
+// 14x14 maps); 128x128 and 128x256 tiles with 64x64 warps were never competitive (1 block per SM).
+
+// C % 8 == 0 (every ResNet layer after the first): 16-byte vectors, tap carried across k-tiles.
 struct Sm80ConvOptimized {
   static constexpr std::string_view name = "sm80_conv_optimized";
   static constexpr const ArchTraits& arch = sm80;
   static constexpr MathOp maths[] = {MathOp::mma_f16, MathOp::mma_bf16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::optimized, 8, 0}};
-  static constexpr ConvBlockShape blocks[] = {{{128, 256, 32}, {64, 64}},
-                                              {{128, 128, 32}, {64, 64}},
-                                              {{128, 64, 32}, {64, 32}},
-                                              {{64, 64, 64}, {32, 32}}};
+  static constexpr ConvBlockShape blocks[] = {{{128, 64, 32}, {32, 32}}, {{64, 64, 64}, {32, 32}}};
   static constexpr int stages[] = {4};
 };
 
@@ -34,16 +34,25 @@ struct Sm80ConvAnalytic {
   static constexpr int stages[] = {4};
 };
 
-// First layers (C = 4: one 8-byte vector per filter tap; C = 3: 2-byte loads packed into 16-byte
-// shared-memory stores), tap arithmetic with a compile-time C. K = 64 output channels: 128x64 tiles.
+// First layers with C = 4: one 8-byte vector per filter tap, tap arithmetic with a compile-time C.
 struct Sm80ConvFewChannels {
   static constexpr std::string_view name = "sm80_conv_few_channels";
   static constexpr const ArchTraits& arch = sm80;
   static constexpr MathOp maths[] = {MathOp::mma_f16, MathOp::mma_bf16};
-  static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::few_channels, 4, 4},
-                                                   {ConvIterator::few_channels, 1, 3}};
+  static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::few_channels, 4, 4}};
   static constexpr ConvBlockShape blocks[] = {{{128, 64, 32}, {32, 32}}};
   static constexpr int stages[] = {4};
+};
+
+// First layers with C = 3: 2-byte loads packed into 16-byte shared-memory stores. 256-row tiles
+// (8 warps of 64x32) were 24% faster than 128x64 on the 224x224 7x7 stride-2 stem.
+struct Sm80ConvFewChannels3 {
+  static constexpr std::string_view name = "sm80_conv_few_channels3";
+  static constexpr const ArchTraits& arch = sm80;
+  static constexpr MathOp maths[] = {MathOp::mma_f16, MathOp::mma_bf16};
+  static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::few_channels, 1, 3}};
+  static constexpr ConvBlockShape blocks[] = {{{256, 64, 32}, {64, 32}}};
+  static constexpr int stages[] = {3};
 };
 
 }  // namespace ktune::families

@@ -37,8 +37,12 @@ void register_conv_family(ConvTable& table = conv_table()) {
 }  // namespace ktune
 
 // Defines a registrar that adds part `part` of `parts` of conv family `fam` at static-initialisation
-// time. Put each in its own translation unit of the program that uses ktune::conv2d.
-#define KTUNE_REGISTER_CONV_FAMILY_PART(fam, part, parts)                                                \
-  namespace {                                                                                           \
-  [[maybe_unused]] const bool ktune_conv_registered_##part = (::ktune::register_conv_family<fam, part, parts>(), true); \
+// time (several may share a translation unit, one per line). Put them in the translation units of the
+// program that uses ktune::conv2d (src/instances/conv_*.cu).
+#define KTUNE_CONV_CONCAT_(a, b) a##b
+#define KTUNE_CONV_CONCAT(a, b) KTUNE_CONV_CONCAT_(a, b)
+#define KTUNE_REGISTER_CONV_FAMILY_PART(fam, part, parts)                                      \
+  namespace {                                                                                 \
+  [[maybe_unused]] const bool KTUNE_CONV_CONCAT(ktune_conv_registered_, __LINE__) =            \
+      (::ktune::register_conv_family<fam, part, parts>(), true);                              \
   }

@@ -10,6 +10,7 @@ namespace ktune::detail {
   register_conv_family<families::Sm80ConvOptimized>();
   register_conv_family<families::Sm80ConvAnalytic>();
   register_conv_family<families::Sm80ConvFewChannels>();
+  register_conv_family<families::Sm80ConvFewChannels3>();
   return true;
 }();
 }  // namespace ktune::detail
