@@ -114,14 +114,11 @@ Status ensure_smem_limit(int bytes) {
   return {};
 }
 
-template <class CfgT, class Epi>
-Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const GemmOperands& ops,
-                   const GemmLaunchOptions& opt, cudaStream_t stream) {
-  constexpr GemmConfig C = CfgT::value;
-  constexpr auto kernel = gemm_kernel<CfgT, Epi>;
-  constexpr int smem = estimate_resources(C).smem_bytes;
-  const GemmDesc d = resolved(d0);
-  GemmParams<typename Epi::Params> p{};
+// Kernel parameters of a resolved, validated problem (shared by every GEMM launcher).
+template <class EpiParams>
+GemmParams<EpiParams> make_gemm_params(const GemmDesc& d, const GemmOperands& ops, const GemmLaunchOptions& opt,
+                                       const EpiParams& ep) {
+  GemmParams<EpiParams> p{};
   p.m = static_cast<int>(d.m);
   p.n = static_cast<int>(d.n);
   p.k = static_cast<int>(d.k);
@@ -135,6 +132,17 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   p.d_vec4 = alignment_of(d, ops).d % 4 == 0;
   p.raster_group = opt.raster_group > 0 ? opt.raster_group : 8;
   p.ep = ep;
+  return p;
+}
+
+template <class CfgT, class Epi>
+Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const GemmOperands& ops,
+                   const GemmLaunchOptions& opt, cudaStream_t stream) {
+  constexpr GemmConfig C = CfgT::value;
+  constexpr auto kernel = gemm_kernel<CfgT, Epi>;
+  constexpr int smem = estimate_resources(C).smem_bytes;
+  const GemmDesc d = resolved(d0);
+  const GemmParams<typename Epi::Params> p = make_gemm_params(d, ops, opt, ep);
   const std::int64_t tiles = ceil_div(d.m, std::int64_t{C.tile.m}) * ceil_div(d.n, std::int64_t{C.tile.n});
   if (tiles > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
   KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(smem));

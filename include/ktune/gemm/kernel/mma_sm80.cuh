@@ -147,15 +147,8 @@ struct MmaMainloop {
                                                     int tid) {
     char* sA = smem + slot * stage_bytes;
     char* sB = sA + TileA::bytes;
-    const int k0 = kt * BK;
-    if constexpr (a_kc)
-      CopyA::copy(sA, A + std::int64_t(m0) * lda + k0, lda, M - m0, K - k0, tid);
-    else
-      CopyA::copy(sA, A + std::int64_t(k0) * lda + m0, lda, K - k0, M - m0, tid);
-    if constexpr (b_kc)
-      CopyB::copy(sB, B + std::int64_t(n0) * ldb + k0, ldb, N - n0, K - k0, tid);
-    else
-      CopyB::copy(sB, B + std::int64_t(k0) * ldb + n0, ldb, K - k0, N - n0, tid);
+    copy_operand_tile<CopyA, a_kc>(sA, A, lda, m0, kt * BK, M, K, tid);
+    copy_operand_tile<CopyB, b_kc>(sB, B, ldb, n0, kt * BK, N, K, tid);
   }
 
   using Accumulators = float[MI][NI][4];

@@ -118,6 +118,17 @@ struct TransposingCopyF32 {
   }
 };
 
+// Copy one operand's k-tile: rows mn0.. of an MN×K operand starting at column k0, whichever of MN or
+// K is contiguous (`KContig`) in global memory. `Copy` is the tile copier for that layout.
+template <class Copy, bool KContig, class T>
+__device__ __forceinline__ void copy_operand_tile(char* dst, const T* base, std::int64_t ld, int mn0, int k0, int MN,
+                                                  int K, int tid) {
+  if constexpr (KContig)
+    Copy::copy(dst, base + std::int64_t(mn0) * ld + k0, ld, MN - mn0, K - k0, tid);
+  else
+    Copy::copy(dst, base + std::int64_t(k0) * ld + mn0, ld, K - k0, MN - mn0, tid);
+}
+
 __device__ __forceinline__ void copy_commit() { __pipeline_commit(); }
 template <int N>
 __device__ __forceinline__ void copy_wait() { __pipeline_wait_prior(N); }

@@ -295,20 +295,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   else
     KTUNE_RETURN_IF_ERROR(make_tensor_map(tb, t, ops.b, d.n, d.k, d.ldb, 64, ML::b_box_outer(mc)));
 
-  GemmParams<typename Epi::Params> p{};
-  p.m = static_cast<int>(d.m);
-  p.n = static_cast<int>(d.n);
-  p.k = static_cast<int>(d.k);
-  p.a = ops.a;
-  p.lda = d.lda;
-  p.b = ops.b;
-  p.ldb = d.ldb;
-  p.d = ops.d;
-  p.ldd = d.ldd;
-  p.d_type = d.d_type;
-  p.d_vec4 = alignment_of(d, ops).d % 4 == 0;
-  p.raster_group = opt.raster_group > 0 ? opt.raster_group : 8;
-  p.ep = ep;
+  const GemmParams<typename Epi::Params> p = make_gemm_params(d, ops, opt, ep);
 
   const std::int64_t sms = dev.sm_count > 0 ? dev.sm_count : 1;
   if (cluster == 1) {
