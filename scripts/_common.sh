@@ -11,6 +11,9 @@
 KTUNE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 KTUNE_BUILD_DIR="${KTUNE_BUILD_DIR:-$KTUNE_ROOT/build}"
 KTUNE_JOBS="${KTUNE_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+# ccache keys on the compiler command line, which holds absolute paths: relative to the checkout,
+# another clone of the same commit (CI's) reuses what this one compiled.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$KTUNE_ROOT}"
 
 ktune_log() { printf '[ktune] %s\n' "$*" >&2; }
 
