@@ -18,6 +18,10 @@ struct Value {
   enum class Kind : std::uint8_t { null, boolean, number, string, array, object };
   Kind kind = Kind::null;
   bool b = false;
+  // Declared here, defaulted below the class: clang (14, with libstdc++ 12) otherwise needs the default
+  // constructor while std::pair<std::string, Value> (a member's element type) is still being
+  // instantiated, and rejects the header.
+  Value() noexcept;
   std::string text;  // string value, or the number's source text
   std::vector<Value> items;                               // array
   std::vector<std::pair<std::string, Value>> members;     // object, in source order
@@ -53,6 +57,8 @@ struct Value {
     return ec == std::errc() && p == last && std::isfinite(out);
   }
 };
+
+inline Value::Value() noexcept = default;
 
 namespace detail {
 
