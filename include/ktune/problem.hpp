@@ -7,6 +7,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "ktune/epilogue/spec.hpp"
@@ -89,6 +90,28 @@ inline Status invalid(std::string m) { return error(StatusCode::invalid_argument
 inline bool misaligned_for(const void* p, int elem_bytes) {
   return reinterpret_cast<std::uintptr_t>(p) % static_cast<std::uintptr_t>(elem_bytes) != 0;
 }
+// Bytes from the first element of a rows×cols matrix with leading dimension ld (all ≥ 1, ld ≥ cols) to
+// one past its last, or -1 when that does not fit in 63 bits.
+inline std::int64_t span_bytes(std::int64_t rows, std::int64_t ld, std::int64_t cols, int elem_bytes) {
+  constexpr std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  if (rows > 1 && ld > (max - cols) / (rows - 1)) return -1;
+  const std::int64_t elems = (rows - 1) * ld + cols;
+  if (elems > max / elem_bytes) return -1;
+  return elems * elem_bytes;
+}
+// Enumerators a caller can pass (an enum class holds any value of its underlying type, e.g. a cast
+// from a corrupt configuration).
+constexpr bool known(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+constexpr bool known(Layout l) { return l == Layout::row || l == Layout::col; }
+constexpr bool known(Compute c) { return c == Compute::f32 || c == Compute::tf32; }
+constexpr bool known(Activation a) {
+  return a == Activation::none || a == Activation::relu || a == Activation::gelu_tanh || a == Activation::gelu_erf ||
+         a == Activation::silu;
+}
+// Does [p, p + bytes) lie inside the address space (no wrap-around)?
+inline bool fits_address_space(const void* p, std::int64_t bytes) {
+  return bytes >= 0 && static_cast<std::uint64_t>(bytes) <= UINTPTR_MAX - reinterpret_cast<std::uintptr_t>(p);
+}
 }  // namespace detail
 
 // Argument checks that do not depend on any instance. A failure means nothing may be launched.
@@ -102,8 +125,18 @@ inline Status validate(const GemmDesc& d0, const GemmOperands& ops) {
   constexpr std::int64_t max_dim = (std::int64_t{1} << 31) - 257;
   if (d.m > max_dim || d.n > max_dim || d.k > max_dim)
     return invalid("GEMM dimensions must be ≤ 2^31 - 257 (kernels index M, N, K with 32-bit integers)");
+  if (!detail::known(d.ab_type) || !detail::known(d.d_type))
+    return invalid("unknown element type (DType value " + std::to_string(static_cast<int>(d.ab_type)) + " for A and B, " +
+                   std::to_string(static_cast<int>(d.d_type)) + " for C and D)");
+  if (!detail::known(d.a_layout) || !detail::known(d.b_layout))
+    return invalid("unknown layout (Layout value " + std::to_string(static_cast<int>(d.a_layout)) + " for A, " +
+                   std::to_string(static_cast<int>(d.b_layout)) + " for B)");
+  if (!detail::known(d.epilogue.activation))
+    return invalid("unknown activation (Activation value " + std::to_string(static_cast<int>(d.epilogue.activation)) + ")");
   if (d.ab_type == DType::f32 && d.compute != Compute::f32 && d.compute != Compute::tf32)
     return error(StatusCode::unsupported, "unknown compute type for f32 operands");
+  if (!detail::known(d.compute))
+    return invalid("unknown compute type (Compute value " + std::to_string(static_cast<int>(d.compute)) + ")");
   if (d.ab_type != DType::f32 && d.compute == Compute::tf32)
     return error(StatusCode::unsupported, "compute tf32 needs f32 operands, got " + std::string(to_string(d.ab_type)));
   const std::int64_t a_rows = d.a_layout == Layout::row ? d.m : d.k, a_cols = d.a_layout == Layout::row ? d.k : d.m;
@@ -129,25 +162,36 @@ inline Status validate(const GemmDesc& d0, const GemmOperands& ops) {
       (d.epilogue.bias && detail::misaligned_for(ops.bias, ed)) ||
       (d.epilogue.residual && detail::misaligned_for(ops.residual, ed)))
     return error(StatusCode::misaligned, "C, D, bias or residual is not aligned to its element size");
+  // Every operand's extent, from its pointer, must fit the 64-bit address space: otherwise its byte
+  // offsets overflow (and the overlap checks below would wrap around).
+  using detail::span_bytes;
+  const std::int64_t a_bytes = span_bytes(a_rows, d.lda, a_cols, eb), b_bytes = span_bytes(b_rows, d.ldb, b_cols, eb);
+  const std::int64_t d_bytes = span_bytes(d.m, d.ldd, d.n, ed);
+  const std::int64_t c_bytes = reads_c ? span_bytes(d.m, d.ldc, d.n, ed) : 0;
+  const std::int64_t r_bytes = d.epilogue.residual ? span_bytes(d.m, d.ldr, d.n, ed) : 0;
+  const std::int64_t bias_bytes = d.epilogue.bias ? d.n * ed : 0;
+  const struct { const char* name; const void* p; std::int64_t bytes; } extents[] = {
+      {"A", ops.a, a_bytes}, {"B", ops.b, b_bytes}, {"D", ops.d, d_bytes}, {"C", ops.c, c_bytes},
+      {"residual", ops.residual, r_bytes}, {"bias", ops.bias, bias_bytes}};
+  for (const auto& x : extents)
+    if (!detail::fits_address_space(x.p, x.bytes))
+      return invalid(std::string(x.name) + " does not fit in the address space (its rows times its leading dimension "
+                                           "overflow 64-bit byte offsets from its pointer)");
   // D must not overlap the inputs it is computed from (C may alias D exactly: each element of C is
   // read by the thread that then writes it).
-  auto span_bytes = [](std::int64_t rows, std::int64_t ld, std::int64_t cols, int es) { return ((rows - 1) * ld + cols) * es; };
   auto overlaps = [](const void* p, std::int64_t pn, const void* q, std::int64_t qn) {
     auto a = reinterpret_cast<std::uintptr_t>(p), b = reinterpret_cast<std::uintptr_t>(q);
     return a < b + static_cast<std::uintptr_t>(qn) && b < a + static_cast<std::uintptr_t>(pn);
   };
-  const std::int64_t d_bytes = span_bytes(d.m, d.ldd, d.n, ed);
-  if (overlaps(ops.d, d_bytes, ops.a, span_bytes(a_rows, d.lda, a_cols, eb)))
-    return invalid("D overlaps A");
-  if (overlaps(ops.d, d_bytes, ops.b, span_bytes(b_rows, d.ldb, b_cols, eb)))
-    return invalid("D overlaps B");
-  if (reads_c && ops.c != ops.d && overlaps(ops.d, d_bytes, ops.c, span_bytes(d.m, d.ldc, d.n, ed)))
+  if (overlaps(ops.d, d_bytes, ops.a, a_bytes)) return invalid("D overlaps A");
+  if (overlaps(ops.d, d_bytes, ops.b, b_bytes)) return invalid("D overlaps B");
+  if (reads_c && ops.c != ops.d && overlaps(ops.d, d_bytes, ops.c, c_bytes))
     return invalid("C partially overlaps D (C may alias D exactly, with ldc == ldd)");
   if (reads_c && ops.c == ops.d && d.ldc != d.ldd) return invalid("C aliases D but ldc != ldd");
-  if (d.epilogue.residual && ops.residual != ops.d && overlaps(ops.d, d_bytes, ops.residual, span_bytes(d.m, d.ldr, d.n, ed)))
+  if (d.epilogue.residual && ops.residual != ops.d && overlaps(ops.d, d_bytes, ops.residual, r_bytes))
     return invalid("residual partially overlaps D (it may alias D exactly, with ldr == ldd)");
   if (d.epilogue.residual && ops.residual == ops.d && d.ldr != d.ldd) return invalid("residual aliases D but ldr != ldd");
-  if (d.epilogue.bias && overlaps(ops.d, d_bytes, ops.bias, std::int64_t{d.n} * ed)) return invalid("D overlaps bias");
+  if (d.epilogue.bias && overlaps(ops.d, d_bytes, ops.bias, bias_bytes)) return invalid("D overlaps bias");
   return {};
 }
 

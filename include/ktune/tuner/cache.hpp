@@ -154,9 +154,11 @@ inline bool parse_entry(const json::Value& v, CacheEntry& e, std::string& why) {
   if (!v.get_string("epilogue", s) || !parse_epilogue_tag(s, k.epi_flags, k.activation)) return bad("missing or unknown \"epilogue\" tag");
   constexpr std::int64_t max_dim = (std::int64_t{1} << 31) - 1;
   if (!v.get_int("m", k.m) || !v.get_int("n", k.n) || !v.get_int("k", k.k)) return bad("\"m\", \"n\" and \"k\" must be integers");
-  if (k.m < 1 || k.n < 1 || k.k < 1 || k.m > max_dim || k.n > max_dim || k.k > max_dim) return bad("dimension out of range [1, 2^31)");
+  if (k.m < 1 || k.n < 1 || k.k < 1 || k.m > max_dim + 1 || k.n > max_dim || k.k > max_dim) return bad("dimension out of range [1, 2^31)");
   if (!v.get_int("batch", k.batch) || k.batch < 1 || k.batch > max_dim) return bad("\"batch\" must be an integer >= 1");
   if (!v.get_string("m_bucket", s) || !detail::parse_enum(s, buckets, k.m_bucketing)) return bad("missing or unknown \"m_bucket\"");
+  // pow2 bucketing rounds M up: M in (2^30, 2^31) is keyed as 2^31, the one bucket bound above max_dim.
+  if (k.m > max_dim && k.m_bucketing != MBucketing::pow2) return bad("dimension out of range [1, 2^31)");
   if (bucket_m(k.m, k.m_bucketing) != k.m) return bad("\"m\" is not a bucket bound of \"" + s + "\" bucketing");
   std::int64_t al[3];
   if (!v.get_int("align_a", al[0]) || !v.get_int("align_b", al[1]) || !v.get_int("align_d", al[2])) return bad("alignments must be integers");

@@ -1,0 +1,148 @@
+// Host tests: what fuzzing found in argument validation (test/fuzz/, corpus files bug_*). Byte
+// extents that overflow 64 bits or wrap around the address space, enum values outside the
+// enumerations, and the tuning-cache line of an M bucketed to 2^31. Pointers are fake addresses.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "ktune/problem.hpp"
+#include "ktune/tuner/cache.hpp"
+#include "ktune/tuner/key.hpp"
+
+using namespace ktune;
+
+namespace {
+
+constexpr std::int64_t kMaxDim = (std::int64_t{1} << 31) - 257;
+
+GemmDesc f16_tn(std::int64_t m, std::int64_t n, std::int64_t k) {
+  GemmDesc d;
+  d.m = m;
+  d.n = n;
+  d.k = k;
+  d.ab_type = DType::f16;
+  d.d_type = DType::f16;
+  d.a_layout = Layout::row;
+  d.b_layout = Layout::col;
+  return d;
+}
+
+// Buffers 1 TiB apart.
+GemmOperands far_ops() {
+  GemmOperands o;
+  o.a = reinterpret_cast<const void*>(std::uintptr_t{1} << 40);
+  o.b = reinterpret_cast<const void*>(std::uintptr_t{2} << 40);
+  o.c = reinterpret_cast<const void*>(std::uintptr_t{3} << 40);
+  o.d = reinterpret_cast<void*>(std::uintptr_t{4} << 40);
+  o.bias = reinterpret_cast<const void*>(std::uintptr_t{5} << 40);
+  o.residual = reinterpret_cast<const void*>(std::uintptr_t{6} << 40);
+  return o;
+}
+
+void check(const Status& s, StatusCode code, const std::string& fragment) {
+  CAPTURE(s.to_string());
+  CHECK(s.code() == code);
+  CHECK(s.message().find(fragment) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("validate: a leading dimension whose byte extent overflows 64 bits is rejected, not computed") {
+  // (M-1)·ldd·4 > 2^63 (this was signed overflow in the overlap check).
+  GemmDesc d = f16_tn(1024, 1024, 1024);
+  d.d_type = DType::f32;
+  d.ldd = std::int64_t{1} << 61;
+  check(validate(d, far_ops()), StatusCode::invalid_argument, "D does not fit in the address space");
+  d = f16_tn(1024, 1024, 1024);
+  d.lda = std::int64_t{1} << 62;
+  check(validate(d, far_ops()), StatusCode::invalid_argument, "A does not fit in the address space");
+  d = f16_tn(1024, 1024, 1024);
+  d.epilogue.beta = 1.0f;
+  d.ldc = INT64_MAX;
+  check(validate(d, far_ops()), StatusCode::invalid_argument, "C does not fit in the address space");
+  d = f16_tn(1024, 1024, 1024);
+  d.epilogue.residual = true;
+  d.ldr = INT64_MAX / 2;
+  check(validate(d, far_ops()), StatusCode::invalid_argument, "residual does not fit in the address space");
+  // C and the residual are not looked at when the epilogue does not read them.
+  d = f16_tn(1024, 1024, 1024);
+  d.ldc = INT64_MAX;
+  d.ldr = INT64_MAX;
+  CHECK(validate(d, far_ops()).ok());
+}
+
+TEST_CASE("validate: the largest dimensions are checked without overflow") {
+  // M = N = 2^31 - 257 in f32: D spans ~2^64 bytes.
+  GemmDesc d = f16_tn(kMaxDim, kMaxDim, 64);
+  d.d_type = DType::f32;
+  check(validate(d, far_ops()), StatusCode::invalid_argument, "D does not fit in the address space");
+  // Large but addressable: M = 2^31 - 257, N = 8 (D is 2^36 bytes), far-apart buffers.
+  d = f16_tn(kMaxDim, 8, 64);
+  CHECK(validate(d, far_ops()).ok());
+}
+
+TEST_CASE("validate: an operand that wraps around the end of the address space is rejected") {
+  GemmDesc d = f16_tn(256, 256, 256);
+  GemmOperands o = far_ops();
+  o.d = reinterpret_cast<void*>(UINTPTR_MAX - 1023);  // 2-byte aligned, 256×256×2 bytes do not fit
+  check(validate(d, o), StatusCode::invalid_argument, "D does not fit in the address space");
+  o = far_ops();
+  o.b = reinterpret_cast<const void*>(UINTPTR_MAX - 15);
+  check(validate(d, o), StatusCode::invalid_argument, "B does not fit in the address space");
+  // Ending just below the top of the address space fits (ending at 2^64 itself does not: the end
+  // address must be representable).
+  o = far_ops();
+  o.a = reinterpret_cast<const void*>(UINTPTR_MAX - (256 * 256 * 2 + 1));
+  CHECK(validate(d, o).ok());
+  o.a = reinterpret_cast<const void*>(UINTPTR_MAX - (256 * 256 * 2 - 1));  // ends at 2^64
+  check(validate(d, o), StatusCode::invalid_argument, "A does not fit in the address space");
+}
+
+TEST_CASE("validate: enum values outside their enumerations are invalid arguments") {
+  const GemmOperands o = far_ops();
+  GemmDesc d = f16_tn(128, 128, 128);
+  d.ab_type = static_cast<DType>(7);
+  check(validate(d, o), StatusCode::invalid_argument, "unknown element type");
+  d = f16_tn(128, 128, 128);
+  d.d_type = static_cast<DType>(0xF2);
+  check(validate(d, o), StatusCode::invalid_argument, "unknown element type");
+  d = f16_tn(128, 128, 128);
+  d.b_layout = static_cast<Layout>(2);
+  check(validate(d, o), StatusCode::invalid_argument, "unknown layout");
+  d = f16_tn(128, 128, 128);
+  d.epilogue.activation = static_cast<Activation>(9);
+  check(validate(d, o), StatusCode::invalid_argument, "unknown activation");
+  d = f16_tn(128, 128, 128);
+  d.compute = static_cast<Compute>(3);
+  check(validate(d, o), StatusCode::invalid_argument, "unknown compute type");
+  // f32 operands keep their specific answer.
+  d.ab_type = DType::f32;
+  check(validate(d, o), StatusCode::unsupported, "unknown compute type for f32 operands");
+}
+
+TEST_CASE("tuner cache: the pow2 bucket of M in (2^30, 2^31) is 2^31, and its cache line reads back") {
+  using namespace ktune::tuner;
+  GemmDesc d = f16_tn((std::int64_t{1} << 30) + 1, 1024, 1024);
+  const GemmOperands o = far_ops();
+  REQUIRE(validate(d, o).ok());
+  const ProblemKey key = make_key(d, alignment_of(d, o), MBucketing::pow2);
+  CHECK(key.m == std::int64_t{1} << 31);
+  CacheEntry e;
+  e.key = key;
+  e.id = CacheIdentity{"dev", "0.1.0", "0123456789abcdef"};
+  e.instance = "ktune_gemm_sm80_f16_tn_128x256x32_w64x64_s4_a8";
+  e.ms = 1.5;
+  e.tflops = 1.0;
+  CacheEntry back;
+  std::string why;
+  REQUIRE_MESSAGE(parse_entry_line(to_line(e), back, why), why);
+  CHECK(back.key == key);
+  // 2^31 is still out of range for exact keys, and for N and K.
+  std::string line = to_line(e);
+  line.replace(line.find("\"pow2\""), 6, "\"exact\"");
+  CHECK_FALSE(parse_entry_line(line, back, why));
+  e.key.m = 1024;
+  e.key.n = std::int64_t{1} << 31;
+  CHECK_FALSE(parse_entry_line(to_line(e), back, why));
+}
