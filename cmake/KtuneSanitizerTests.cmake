@@ -1,0 +1,81 @@
+# cmake/KtuneSanitizerTests.cmake — host tests under sanitizers (included by the top-level CMakeLists.txt
+# when tests are built and doctest is found; not installed).
+#
+#   ktune_host_tests_asan   the host tests that need no compiled kernel instance (validation, resource
+#                           model, tuner logic/cache/json/key/backend/concurrency, conv validation), built
+#                           with -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
+#                           and libstdc++ assertions
+#   ktune_host_tests_tsan   the tuner's concurrency and concurrent-cache-writer tests, -fsanitize=thread
+#   ktune_fuzz_<t>_replay   each libFuzzer target of test/fuzz/ (built with this compiler and ASan+UBSan)
+#                           run once over its committed corpus, test/fuzz/corpus/<t>/
+#
+# The kernel instances are not rebuilt with sanitizers: tests that need the dispatch table filled by
+# src/instances/ (dispatch.cpp, families.cpp, conv_dispatch.cpp) stay in ktune_host_tests only.
+# All are ctest tests with label `sanitize`; any sanitizer report fails the test (halt_on_error).
+# KTUNE_SANITIZER_TESTS=OFF leaves them out.
+
+option(KTUNE_SANITIZER_TESTS "Build the host tests again with ASan+UBSan and TSan (ctest label: sanitize)" ON)
+
+if(KTUNE_SANITIZER_TESTS AND NOT CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  message(STATUS "ktune: sanitizer tests need GCC or Clang as the C++ compiler; not built")
+elseif(KTUNE_SANITIZER_TESTS)
+  set(_san_dir "${PROJECT_SOURCE_DIR}/test/host")
+  # Host-only test files: none of them reads gemm_table()/conv_table() contents.
+  set(_san_asan_names main.cpp validation.cpp validation_limits_test.cpp resource_model.cpp tuner_json_test.cpp tuner_key_test.cpp
+      tuner_cache_test.cpp tuner_logic_test.cpp tuner_backend_test.cpp tuner_concurrency_test.cpp conv_validation.cpp)
+  set(_san_tsan_names main.cpp tuner_concurrency_test.cpp tuner_cache_test.cpp)
+  foreach(_kind asan tsan)
+    set(_san_${_kind}_sources "")
+    foreach(_n IN LISTS _san_${_kind}_names)
+      if(EXISTS "${_san_dir}/${_n}")
+        list(APPEND _san_${_kind}_sources "${_san_dir}/${_n}")
+      endif()
+    endforeach()
+  endforeach()
+
+  set(KTUNE_ASAN_FLAGS -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
+      -fno-omit-frame-pointer -D_GLIBCXX_ASSERTIONS)
+  set(KTUNE_TSAN_FLAGS -fsanitize=thread -fno-omit-frame-pointer)
+  # Report and stop at the first finding; CUDA's runtime needs the shadow gap unprotected on a GPU host.
+  set(KTUNE_ASAN_ENV
+      "ASAN_OPTIONS=halt_on_error=1:abort_on_error=0:detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1:protect_shadow_gap=0"
+      "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1")
+  set(KTUNE_TSAN_ENV "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1")
+
+  # Sanitized binaries: -O1 -g1 whatever the build type (fast to build, usable stacks).
+  function(ktune_sanitized_target target kind)
+    set(_flags ${KTUNE_${kind}_FLAGS})
+    target_compile_options(${target} PRIVATE ${_flags} -O1 -g1)
+    target_link_options(${target} PRIVATE ${_flags})
+    target_link_libraries(${target} PRIVATE ktune CUDA::cudart)
+    target_include_directories(${target} PRIVATE "${PROJECT_SOURCE_DIR}/test" "${_san_dir}")
+  endfunction()
+
+  if(_san_asan_sources)
+    add_executable(ktune_host_tests_asan ${_san_asan_sources})
+    target_link_libraries(ktune_host_tests_asan PRIVATE doctest::doctest)
+    ktune_sanitized_target(ktune_host_tests_asan ASAN)
+    add_test(NAME ktune_host_tests_asan COMMAND ktune_host_tests_asan)
+    set_tests_properties(ktune_host_tests_asan PROPERTIES LABELS sanitize ENVIRONMENT "${KTUNE_ASAN_ENV}")
+  endif()
+
+  if(_san_tsan_sources)
+    add_executable(ktune_host_tests_tsan ${_san_tsan_sources})
+    target_link_libraries(ktune_host_tests_tsan PRIVATE doctest::doctest)
+    ktune_sanitized_target(ktune_host_tests_tsan TSAN)
+    add_test(NAME ktune_host_tests_tsan COMMAND ktune_host_tests_tsan)
+    set_tests_properties(ktune_host_tests_tsan PROPERTIES LABELS sanitize ENVIRONMENT "${KTUNE_TSAN_ENV}")
+  endif()
+
+  # Fuzz targets replayed over their corpus (the libFuzzer build and timed runs: scripts/fuzz.sh).
+  file(GLOB _fuzz_targets CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/test/fuzz/fuzz_*.cpp")
+  foreach(_src IN LISTS _fuzz_targets)
+    get_filename_component(_name "${_src}" NAME_WE)
+    string(REGEX REPLACE "^fuzz_" "" _name "${_name}")
+    add_executable(ktune_fuzz_${_name}_replay "${_src}" "${PROJECT_SOURCE_DIR}/test/fuzz/replay_main.cpp")
+    ktune_sanitized_target(ktune_fuzz_${_name}_replay ASAN)
+    add_test(NAME ktune_fuzz_${_name}_replay
+             COMMAND ktune_fuzz_${_name}_replay "${PROJECT_SOURCE_DIR}/test/fuzz/corpus/${_name}")
+    set_tests_properties(ktune_fuzz_${_name}_replay PROPERTIES LABELS "sanitize;fuzz" ENVIRONMENT "${KTUNE_ASAN_ENV}")
+  endforeach()
+endif()
