@@ -70,13 +70,26 @@ common=(-std=c++20 -g -O1 -fno-omit-frame-pointer -Wall -Wextra
         -I"$root/include" -I"$root/test/fuzz" -isystem "$cuda_root/include")
 libs=(-L"$cuda_root/lib64" -lcudart -Wl,-rpath,"$cuda_root/lib64")
 
-# Is libFuzzer usable? (Debian: clang-14 ships libclang_rt.fuzzer in libclang-rt-14-dev / clang-14.)
+# Is libFuzzer usable? (Debian: clang++-14 is in clang-14, libclang_rt.fuzzer in libclang-rt-14-dev.)
 have_libfuzzer=0
-if [ -n "$cxx" ]; then
-  probe="$out/.probe"
+probe_libfuzzer() {
+  [ -n "$cxx" ] || return 1
+  local probe="$out/.probe"
   printf '#include <cstdint>\n#include <cstddef>\nextern "C" int LLVMFuzzerTestOneInput(const uint8_t*, size_t) { return 0; }\n' >"$probe.cpp"
-  if "$cxx" -fsanitize=fuzzer,address,undefined "$probe.cpp" -o "$probe" >/dev/null 2>&1; then have_libfuzzer=1; fi
+  local rc=0
+  "$cxx" -fsanitize=fuzzer,address,undefined "$probe.cpp" -o "$probe" >/dev/null 2>&1 || rc=1
   rm -f "$probe" "$probe.cpp"
+  return "$rc"
+}
+if probe_libfuzzer; then
+  have_libfuzzer=1
+elif [ -z "${CLANGXX:-}" ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+  log "installing clang-14 and libclang-rt-14-dev (libFuzzer)"
+  if DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang-14 libclang-rt-14-dev >&2 ||
+     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang-14 libclang-rt-14-dev; } >&2; then
+    command -v clang++-14 >/dev/null 2>&1 && cxx=clang++-14
+    probe_libfuzzer && have_libfuzzer=1
+  fi
 fi
 
 build() {  # build <target> -> $out/fuzz_<target> (compile through ccache when present, then link)
