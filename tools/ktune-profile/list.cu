@@ -13,18 +13,11 @@
 
 #include "ktune/dispatch.hpp"
 #include "ktune/family.hpp"
-#include "ktune/gemm/families.hpp"
+#include "default_families.hpp"
 #include "profile.hpp"
 
 namespace ktune::profile {
 namespace {
-
-// The default families (ktune/gemm/families.hpp). Each family's summary says how many of its valid
-// instances this binary's dispatch table holds; a registered family missing here shows up as "also
-// registered" at the end of the listing.
-using DefaultFamilies =
-    std::tuple<families::Sm80MmaF16, families::Sm80MmaF16Small, families::Sm80MmaF16Unaligned, families::Sm80MmaTf32,
-               families::Sm80MmaTf32Unaligned, families::Sm80SimtF32, families::Sm90WgmmaF16>;
 
 struct Totals {
   std::size_t families = 0, configs = 0, valid = 0, pruned = 0;

@@ -1,17 +1,23 @@
-// tools/ktune-profile/main.cu — ktune's main job: list the kernel families (no GPU needed), or run,
-// verify and time every valid instance on built-in or given GEMM problems against cuBLASLt.
+// tools/ktune-profile/main.cu — ktune's main job: list the kernel families (no GPU needed), run,
+// verify and time every valid instance on built-in or given GEMM problems against cuBLASLt, pre-tune
+// a list of shapes into a tuning cache, or explain how one problem is tuned.
 //
 //   ktune-profile --list                      families, valid instances, pruned configs with reasons
 //   ktune-profile                             the built-in default problems on the local GPU
 //   ktune-profile --gemm 4096x4096x4096 --dtype bf16 --layout tn --csv out.csv
+//   ktune-profile --tune shapes.txt --cache out.ktune      offline pre-tuning (format: --help)
+//   ktune-profile --explain "bf16 tn 4096x4096x4096"       why each instance was pruned or lost
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "../common/problem_spec.hpp"
+#include "../common/shapes_file.hpp"
 #include "ktune/device.hpp"
 #include "profile.hpp"
 
@@ -48,7 +54,47 @@ void usage(std::FILE* out) {
                "  --device N             CUDA device ordinal (default: the current device)\n"
                "  -h, --help             this text\n"
                "\n"
-               "Exit status: 0 when every instance passed, 1 when any failed or no GPU was found, 2 on a usage error.\n");
+               "Tuning (the runtime tuner of ktune::gemm, see include/ktune/tuner/):\n"
+               "  --tune FILE --cache OUT\n"
+               "                         offline pre-tuning: tune every problem of the shapes FILE on the GPU\n"
+               "                         and merge the winners into the tuning cache OUT (saved atomically after\n"
+               "                         each key); a deployed application loads OUT (KTUNE_CACHE=OUT) and skips\n"
+               "                         tuning on the same GPU model, driver and ktune build. An existing OUT\n"
+               "                         is merged: other keys, devices and builds stay; a key tuned again keeps\n"
+               "                         the faster entry\n"
+               "  --skip-cached          with --tune: do not re-tune keys OUT already has for this device and build\n"
+               "  --explain PROBLEM      one problem, written like a shapes-file line (e.g. \"bf16 tn 4096x4096x4096\"):\n"
+               "                         the family configs the constraint model pruned and why, the instances\n"
+               "                         that cannot implement it and why, the cost model's ranking and, on a GPU,\n"
+               "                         the tuner's measurements (time, TF/s, selected / slower / failed\n"
+               "                         validation / pruned by model). Without a GPU: shown for an assumed H200\n"
+               "                         (sm90, 132 SMs, 227 KB shared memory), without timings\n"
+               "  --max-candidates N     with --tune/--explain: measure the cost model's top N (0: all; default 32)\n"
+               "  --device N             also applies to --tune and --explain\n"
+               "  KTUNE_LOG=info|verbose prints the tuner's log (verbose: every candidate of every key);\n"
+               "  KTUNE_M_BUCKETS=pow2   keys M by its power-of-two bucket (the deployed application must match)\n"
+               "\n"
+               "Shapes file (--tune): one problem per line, '#' starts a comment, blank lines are skipped, a\n"
+               "line with the same tuning key as an earlier one is tuned once; every bad line is reported:\n"
+               "    <precision> <layout> <MxNxK> [epilogue] [out=TYPE] [align=A/B/D]\n"
+               "  precision  f16 | bf16 | f32 (exact fp32 on CUDA cores) | tf32 (fp32 operands, tf32 tensor cores)\n"
+               "  layout     tn | nn | nt | tt: A's letter first, 't' = row-major, 'n' = column-major\n"
+               "  MxNxK      sizes, each 1 .. 2^31-257\n"
+               "  epilogue   identity (default), or [ab|alpha][_bias][_res][_relu|_gelu_tanh|_gelu_erf|_silu][_clamp]\n"
+               "             in this order, e.g. bias_relu, ab (alpha*AB + beta*C), res_silu; alpha/beta/clamp values\n"
+               "             do not change the tuning key\n"
+               "  out=TYPE   f16 | bf16 | f32: type of C, D, bias and residual (default: the operand type)\n"
+               "  align=A/B/D  vector widths (elements) A, B and the outputs allow; default: what packed leading\n"
+               "             dimensions and cudaMalloc'd pointers give (the tuning key depends on it)\n"
+               "  example:\n"
+               "    # LLM layer, prefill and decode\n"
+               "    bf16 tn 4096x11008x4096 bias_relu\n"
+               "    bf16 tn 16x4096x4096            # decode\n"
+               "    f16 nn 4095x4097x4093\n"
+               "\n"
+               "Exit status: 0 when every instance passed (--tune: every problem tuned and the cache written;\n"
+               "--explain: explained), 1 when any failed, no instance can implement an --explain problem, or no GPU\n"
+               "was found (--explain works without one), 2 on a usage error (also a bad shapes file or PROBLEM).\n");
 }
 
 int usage_error(const std::string& msg) {
@@ -71,10 +117,11 @@ bool parse_int(std::string_view s, int lo, int& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool list = false, quick = false, no_ref_check = false;
-  std::optional<std::string> gemm, dtype, layout, epilogue;
+  bool list = false, quick = false, no_ref_check = false, skip_cached = false;
+  std::optional<std::string> gemm, dtype, layout, epilogue, tune, cache, explain;
   std::string filter, csv, json;
-  int iters = 0, repeats = 0, device = -1;
+  int iters = 0, repeats = 0, device = -1, max_candidates = -1;
+  std::vector<std::string> given;  // the options given, for checking combinations
 
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -94,6 +141,7 @@ int main(int argc, char** argv) {
     };
     auto flag = [&]() { return !inline_value.has_value(); };
     std::string v;
+    if (arg.rfind("--", 0) == 0) given.push_back(arg);
     if (arg == "-h" || arg == "--help") {
       usage(stdout);
       return 0;
@@ -103,10 +151,19 @@ int main(int argc, char** argv) {
       quick = true;
     } else if (arg == "--no-ref-check" && flag()) {
       no_ref_check = true;
+    } else if (arg == "--skip-cached" && flag()) {
+      skip_cached = true;
     } else if (arg == "--gemm" || arg == "--dtype" || arg == "--layout" || arg == "--epilogue" || arg == "--filter" ||
-               arg == "--csv" || arg == "--json" || arg == "--iters" || arg == "--repeats" || arg == "--device") {
+               arg == "--csv" || arg == "--json" || arg == "--iters" || arg == "--repeats" || arg == "--device" ||
+               arg == "--tune" || arg == "--cache" || arg == "--explain" || arg == "--max-candidates") {
       if (!value(v)) return usage_error(arg + " needs a value");
-      if (arg == "--gemm") gemm = v;
+      if ((arg == "--tune" || arg == "--cache" || arg == "--explain") && v.empty()) return usage_error(arg + " needs a non-empty value");
+      if (arg == "--tune") tune = v;
+      else if (arg == "--cache") cache = v;
+      else if (arg == "--explain") explain = v;
+      else if (arg == "--max-candidates" && !parse_int(v, 0, max_candidates))
+        return usage_error("--max-candidates needs a count (0: all), got '" + v + "'");
+      else if (arg == "--gemm") gemm = v;
       else if (arg == "--dtype") dtype = v;
       else if (arg == "--layout") layout = v;
       else if (arg == "--epilogue") epilogue = v;
@@ -122,6 +179,53 @@ int main(int argc, char** argv) {
       return usage_error("unknown argument '" + std::string(argv[i]) + "'");
     }
   }
+
+  // Modes: --list, --tune, --explain, or running instances (the default). Options of another mode are
+  // errors, not silently ignored.
+  const int modes = int(list) + int(tune.has_value()) + int(explain.has_value());
+  if (modes > 1) return usage_error("--list, --tune and --explain are separate modes: give one of them");
+  auto only = [&](const char* mode, std::initializer_list<std::string_view> allowed) -> std::optional<std::string> {
+    for (const std::string& g : given)
+      if (std::find(allowed.begin(), allowed.end(), std::string_view(g)) == allowed.end())
+        return std::string(g) + " does not apply to " + mode;
+    return std::nullopt;
+  };
+  if (tune) {
+    if (auto bad = only("--tune", {"--tune", "--cache", "--device", "--max-candidates", "--skip-cached"})) return usage_error(*bad);
+    if (!cache) return usage_error("--tune needs --cache OUT (the tuning cache file to write)");
+    const ktune::tools::ShapesFile shapes = ktune::tools::read_shapes_file(*tune);
+    for (const auto& w : shapes.warnings) std::fprintf(stderr, "ktune-profile: warning: %s\n", w.c_str());
+    if (!shapes.errors.empty()) {
+      constexpr std::size_t shown = 20;
+      for (std::size_t i = 0; i < shapes.errors.size() && i < shown; ++i)
+        std::fprintf(stderr, "ktune-profile: %s\n", shapes.errors[i].c_str());
+      if (shapes.errors.size() > shown) std::fprintf(stderr, "ktune-profile: ... and %zu more errors\n", shapes.errors.size() - shown);
+      if (shapes.bad_lines > 0)
+        std::fprintf(stderr, "ktune-profile: %s: %zu bad line%s; each line: %s (see ktune-profile --help)\n", tune->c_str(),
+                     shapes.bad_lines, shapes.bad_lines == 1 ? "" : "s", std::string(ktune::tools::shape_line_syntax).c_str());
+      return 2;
+    }
+    ktune::profile::TuneOptions to;
+    to.shapes_path = *tune;
+    to.cache_path = *cache;
+    to.device = device;
+    to.max_candidates = max_candidates;
+    to.skip_cached = skip_cached;
+    return ktune::profile::tune_shapes(to, shapes);
+  }
+  if (cache) return usage_error("--cache applies to --tune");
+  if (skip_cached) return usage_error("--skip-cached applies to --tune");
+  if (explain) {
+    if (auto bad = only("--explain", {"--explain", "--device", "--max-candidates"})) return usage_error(*bad);
+    ktune::profile::ExplainOptions eo;
+    std::string why;
+    if (!ktune::tools::parse_shape_line(*explain, eo.problem, why))
+      return usage_error("--explain '" + *explain + "': " + why);
+    eo.device = device;
+    eo.max_candidates = max_candidates;
+    return ktune::profile::explain_problem(eo);
+  }
+  if (max_candidates >= 0) return usage_error("--max-candidates applies to --tune and --explain");
 
   if (list) return ktune::profile::list_families(filter);
 

@@ -1,11 +1,13 @@
 // tools/ktune-profile/profile.hpp — the pieces of ktune-profile: listing the families (no CUDA),
-// running and verifying instances on the GPU, and writing the results table.
+// running and verifying instances on the GPU, writing the results table, offline pre-tuning of a
+// shapes file into a tuning cache (--tune) and explaining one problem's tuning (--explain).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "../common/problem_spec.hpp"
+#include "../common/shapes_file.hpp"
 
 namespace ktune::profile {
 
@@ -65,6 +67,30 @@ struct RunReport {
 // Run every problem on the GPU (the caller has checked that a device exists). Returns the exit code:
 // 0 when every instance passed, 1 when any failed or errored.
 int run_problems(const RunOptions& opt);
+
+// `--tune FILE --cache OUT`: tune every problem of the (parsed, non-empty) shapes file with the
+// runtime tuner on the current device and merge the winners into the tuning cache OUT (saved
+// atomically). Returns the exit code: 0 when every problem was tuned and the cache written, 1 otherwise
+// (also when there is no CUDA device).
+struct TuneOptions {
+  std::string shapes_path;     // for messages
+  std::string cache_path;
+  int device = -1;             // -1: the current device
+  int max_candidates = -1;     // < 0: the tuner's default (TunerOptions::max_candidates)
+  bool skip_cached = false;    // keys the cache already has for this device and build are not re-tuned
+};
+int tune_shapes(const TuneOptions& opt, const tools::ShapesFile& shapes);
+
+// `--explain PROBLEM`: the constraint model's pruned configs, the instances that cannot implement the
+// problem and why, the cost model's ranking and, on a GPU, the tuner's measured tactic report.
+// Without a GPU the first parts are shown for an assumed H200. Returns 0, or 1 when no instance can
+// implement the problem or tuning failed.
+struct ExplainOptions {
+  tools::ShapeProblem problem;
+  int device = -1;
+  int max_candidates = -1;
+};
+int explain_problem(const ExplainOptions& opt);
 
 // Output of the results table.
 bool write_csv(const std::string& path, const RunReport& r);

@@ -1,0 +1,15 @@
+// tools/ktune-profile/default_families.hpp — the default GEMM families ktune-profile lists (--list)
+// and explains (--explain): ktune/gemm/families.hpp, in the order they are shown. A family that is
+// registered in the dispatch table but missing here shows up in --list as "also registered".
+#pragma once
+#include <tuple>
+
+#include "ktune/gemm/families.hpp"
+
+namespace ktune::profile {
+
+using DefaultFamilies =
+    std::tuple<families::Sm80MmaF16, families::Sm80MmaF16Small, families::Sm80MmaF16Unaligned, families::Sm80MmaTf32,
+               families::Sm80MmaTf32Unaligned, families::Sm80SimtF32, families::Sm90WgmmaF16>;
+
+}  // namespace ktune::profile

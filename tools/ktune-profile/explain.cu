@@ -1,0 +1,216 @@
+// tools/ktune-profile/explain.cu — `ktune-profile --explain "bf16 tn 4096x4096x4096"`: why each
+// instance was pruned or lost, in the order a decision is made:
+//   1. the constraint model (compile time): configs of the default families for the problem's math
+//      and layouts that were never instantiated, with the rule that rejected each;
+//   2. the dispatch table: instances that cannot implement the problem (alignment, device), with
+//      can_implement's reason; instances for another math or layout are counted per family;
+//   3. the rest, ranked by the cost model: on a GPU the runtime tuner measures them (scratch buffers,
+//      validation against a reference) and its tactic report says, per instance, time, TF/s and
+//      status (selected / slower / failed validation / pruned by model ...); without a GPU the
+//      ranking is shown for an assumed H200 and the timings are left to a GPU run.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "explain_model.hpp"
+#include "ktune/device.hpp"
+#include "ktune/tuner/cuda_backend.hpp"
+#include "ktune/tuner/tuner.hpp"
+#include "profile.hpp"
+
+namespace ktune::profile {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string maths_serving(MathOp req) {
+  std::string s;
+  for (MathOp m : {MathOp::simt_f32, MathOp::mma_f16, MathOp::mma_bf16, MathOp::mma_tf32, MathOp::wgmma_f16, MathOp::wgmma_bf16})
+    if (math_implements(m, req)) s += (s.empty() ? "" : " or ") + std::string(to_string(m));
+  return s;
+}
+
+std::string device_line(const DeviceInfo& dev) {
+  return dev.name + ", sm" + std::to_string(dev.cc) + ", " + std::to_string(dev.sm_count) + " SMs, " +
+         std::to_string(dev.smem_optin_bytes) + " B (" + std::to_string(dev.smem_optin_bytes / 1024) +
+         " KB) shared memory per block, L2 " + std::to_string(dev.l2_bytes >> 20) + " MiB";
+}
+
+// The tactic status as --explain words it: a measured instance that lost is "slower".
+std::string status_text(const tuner::TacticRecord& t) {
+  if (t.status == tuner::TacticStatus::measured) return "slower";
+  return std::string(tuner::to_string(t.status));
+}
+
+void print_model(const ModelExplanation& x, const GemmDesc& d) {
+  const MathOp req = required_math(d);
+  std::printf("\n1. Constraint model (compile time): configs of the default families that compute %s with layout %c%c\n",
+              maths_serving(req).c_str(), layout_letter(d.a_layout), layout_letter(d.b_layout));
+  std::size_t relevant = 0, valid = 0, pruned = 0;
+  for (const FamilyModel& f : x.families) {
+    relevant += f.relevant;
+    valid += f.valid;
+    pruned += f.pruned.size();
+    if (f.relevant == 0) {
+      std::printf("   %-26s none of its %zu configs\n", f.family.c_str(), f.configs);
+      continue;
+    }
+    std::printf("   %-26s %zu of its %zu configs: %zu instantiated, %zu pruned\n", f.family.c_str(), f.relevant, f.configs,
+                f.valid, f.pruned.size());
+    for (const PrunedConfig& p : f.pruned) std::printf("     pruned  %-58s %s\n", p.name.c_str(), p.verdict.to_string().c_str());
+    for (const std::string& n : f.not_in_table)
+      std::printf("     valid but not in this binary's dispatch table: %s\n", n.c_str());
+  }
+  std::printf("   total: %zu configs for this math and layout, %zu instantiated, %zu pruned by the model\n", relevant, valid, pruned);
+}
+
+void print_table(const ModelExplanation& x, const DeviceInfo& dev, const GemmAlignment& al) {
+  std::printf("\n2. Dispatch table: %zu instances in this binary; can_implement on %s, A/B/D vectors %d/%d/%d\n", x.table_size,
+              dev.name.c_str(), al.a, al.b, al.d);
+  if (x.other_math_layout_total > 0) {
+    std::string per;
+    for (const auto& [fam, n] : x.other_math_layout) per += (per.empty() ? "" : ", ") + fam + " " + std::to_string(n);
+    std::printf("   %zu compute another math or layout (%s)\n", x.other_math_layout_total, per.c_str());
+  }
+  std::printf("   %zu for this math and layout cannot implement it%s\n", x.cannot.size(), x.cannot.empty() ? "" : ":");
+  for (const Rejection& r : x.cannot)
+    std::printf("     %-60s %s: %s\n", r.name.c_str(), std::string(to_string(r.code)).c_str(), r.reason.c_str());
+  std::printf("   %zu can implement it\n", x.ranked.size());
+}
+
+void print_ranking(const ModelExplanation& x, int max_candidates) {
+  std::printf("\n3. Cost model ranking (heuristic_cost; rank 1 is the heuristic choice): the tuner measures the top %s in this "
+              "order\n",
+              max_candidates > 0 ? std::to_string(max_candidates).c_str() : "(all)");
+  std::printf("   %4s  %-60s %9s  %s\n", "rank", "instance", "rel.cost", "tuner");
+  for (const RankedCandidate& r : x.ranked) {
+    const bool measured = max_candidates <= 0 || r.rank <= max_candidates;
+    const std::string what = measured ? "measured" + std::string(r.rank == 1 ? " (heuristic pick)" : "")
+                                      : "pruned by model (rank " + std::to_string(r.rank) + " > max_candidates " +
+                                            std::to_string(max_candidates) + ")";
+    std::printf("   %4d  %-60s %9s  %s\n", r.rank, std::string(r.entry->name).c_str(), fmt("%.2f", r.relative).c_str(), what.c_str());
+  }
+}
+
+void print_report(const tuner::TuningReport& r, const ModelExplanation& x, const DeviceInfo& dev) {
+  std::map<std::string, double, std::less<>> rel;
+  for (const RankedCandidate& c : x.ranked) rel[std::string(c.entry->name)] = c.relative;
+  std::printf("\n3. Tuner on %s (cost-model order; measured on scratch buffers, validated against a reference)\n",
+              dev.name.c_str());
+  if (!r.method.empty()) std::printf("   method: %s\n", r.method.c_str());
+  std::printf("   %4s  %-60s %9s %10s %8s %8s  %s\n", "rank", "instance", "rel.cost", "ms", "TF/s", "vs best", "status");
+  std::size_t cannot = 0;
+  for (const tuner::TacticRecord& t : r.records) {
+    if (t.status == tuner::TacticStatus::cannot_implement) {
+      ++cannot;  // listed in part 2
+      continue;
+    }
+    const auto it = rel.find(t.name);
+    const std::string rc = it != rel.end() ? fmt("%.2f", it->second) : "-";
+    const std::string ms = std::isnan(t.ms) ? "-" : fmt("%.4f", t.ms);
+    const std::string tf = std::isnan(t.tflops) ? "-" : fmt("%.1f", t.tflops);
+    const std::string vs = !std::isnan(t.ms) && r.winner_ms > 0 && t.status != tuner::TacticStatus::selected
+                               ? fmt("%+.1f%%", 100.0 * (t.ms / r.winner_ms - 1.0))
+                               : "";
+    std::string status = status_text(t);
+    if (t.rank == 1) status += " [heuristic pick]";
+    if (!std::isnan(t.rel_error)) status += fmt(" (err %.1e)", t.rel_error);
+    if (t.repeats > 0) status += " x" + std::to_string(t.repeats);
+    if (!t.detail.empty()) status += ": " + t.detail;
+    std::printf("   %4s  %-60s %9s %10s %8s %8s  %s\n", t.rank > 0 ? std::to_string(t.rank).c_str() : "-", t.name.c_str(),
+                rc.c_str(), ms.c_str(), tf.c_str(), vs.c_str(), status.c_str());
+  }
+  if (cannot > 0) std::printf("   (%zu instances that cannot implement the problem: see part 2)\n", cannot);
+  std::printf("   %s\n", tuner::summary_line(r).c_str());
+  if (r.source == tuner::Source::tuned && !x.ranked.empty()) {
+    const std::string pick(x.ranked.front().entry->name);
+    for (const tuner::TacticRecord& t : r.records)
+      if (t.name == pick && !std::isnan(t.ms) && t.ms > 0 && r.winner_ms > 0)
+        std::printf("   the heuristic pick (%s) reaches %.0f%% of the winner's speed\n", pick.c_str(), 100.0 * r.winner_ms / t.ms);
+  }
+}
+
+}  // namespace
+
+int explain_problem(const ExplainOptions& opt) {
+  const tools::ShapeProblem& p = opt.problem;
+  const GemmDesc d = p.desc();
+  const GemmAlignment al = p.alignment();
+
+  std::vector<std::string> env_warnings;
+  tuner::TunerOptions topt = tuner::options_from_env({}, &env_warnings);
+  for (const auto& w : env_warnings) std::fprintf(stderr, "ktune-profile: warning: %s\n", w.c_str());
+  topt.cache_path.clear();  // explain measures; it neither reads nor writes a cache
+  topt.autosave = false;
+  topt.policy = tuner::Policy::tune;
+  if (opt.max_candidates >= 0) topt.max_candidates = opt.max_candidates;
+
+  const bool gpu = cuda_device_count() > 0;
+  DeviceInfo dev;
+  if (gpu) {
+    Status st;
+    if (opt.device >= 0) (void)(st = cuda_status(cudaSetDevice(opt.device), "cudaSetDevice"));
+    if (st.ok()) (void)(st = current_device(dev));
+    if (!st.ok()) {
+      std::fprintf(stderr, "ktune-profile: cannot use the GPU: %s\n", st.to_string().c_str());
+      return 1;
+    }
+  } else {
+    dev = assumed_h200();
+  }
+
+  const tuner::ProblemKey key = tuner::make_key(d, al, topt.m_bucketing);
+  std::printf("ktune-profile --explain: %s\n", p.name().c_str());
+  std::printf("   key     %s\n", tuner::to_string(key).c_str());
+  std::printf("   GEMM    D[%lldx%lld] %s = %s(A[%lldx%lld] %s %s-major · B[%lldx%lld] %s %s-major), math %s, lda %lld ldb %lld ldd %lld\n",
+              (long long)d.m, (long long)d.n, std::string(to_string(d.d_type)).c_str(), p.epilogue_name().c_str(),
+              (long long)d.m, (long long)d.k, std::string(to_string(d.ab_type)).c_str(), std::string(to_string(d.a_layout)).c_str(),
+              (long long)d.k, (long long)d.n, std::string(to_string(d.ab_type)).c_str(), std::string(to_string(d.b_layout)).c_str(),
+              std::string(to_string(required_math(d))).c_str(), (long long)d.lda, (long long)d.ldb, (long long)d.ldd);
+  std::printf("   vectors A/B/D %d/%d/%d elements (%s)\n", al.a, al.b, al.d,
+              p.align ? "align= given" : "packed leading dimensions, 256-byte aligned pointers");
+  if (gpu)
+    std::printf("   device  %s (device %d)\n", device_line(dev).c_str(), dev.ordinal);
+  else
+    std::printf("   device  %s\n           no CUDA device found: parts 1-3 are shown for this assumed device; timings need a GPU\n",
+                device_line(dev).c_str());
+
+  const ModelExplanation x = explain_model(d, al, dev);
+  print_model(x, d);
+  print_table(x, dev, al);
+
+  if (x.ranked.empty()) {
+    std::printf("\nno instance can implement this problem on %s\n", dev.name.c_str());
+    return 1;
+  }
+  if (!gpu) {
+    print_ranking(x, topt.max_candidates);
+    std::printf("\nTimings need a GPU: no CUDA device found, nothing was measured. On a GPU, --explain runs the tuner on this\n"
+                "problem and reports each candidate's time, TF/s and status (selected / slower / failed validation /\n"
+                "pruned by model).\n");
+    return 0;
+  }
+
+  tuner::Tuner t(std::make_shared<tuner::CudaBackend>(), &gemm_table(), topt);
+  tuner::TuningReport report;
+  const Status st = t.tune(d, al, &report, /*force=*/true);
+  t.release_scratch();
+  if (!st.ok()) {
+    std::fprintf(stderr, "ktune-profile: tuning failed: %s\n", st.to_string().c_str());
+    print_ranking(x, topt.max_candidates);
+    return 1;
+  }
+  print_report(report, x, dev);
+  return report.source == tuner::Source::tuned ? 0 : 1;
+}
+
+}  // namespace ktune::profile

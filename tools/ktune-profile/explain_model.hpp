@@ -1,0 +1,141 @@
+// tools/ktune-profile/explain_model.hpp — the part of `ktune-profile --explain` that needs no GPU:
+// for one problem on one device (real or assumed), which configs of the default families the
+// constraint model pruned (and by which rule), which instances of the dispatch table cannot
+// implement the problem (and why), and how the cost model ranks the rest (the order in which the
+// tuner measures them, and which fall below its top-k). Host-only, header-only (host-tested).
+#pragma once
+#include <cstddef>
+#include <map>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "default_families.hpp"
+#include "ktune/constraints.hpp"
+#include "ktune/dispatch.hpp"
+#include "ktune/family.hpp"
+#include "ktune/gemm/heuristic.hpp"
+#include "ktune/problem.hpp"
+#include "ktune/tuner/tuner.hpp"
+
+namespace ktune::profile {
+
+// The device --explain assumes without a GPU: an H200 (sm90, 132 SMs, 227 KB of shared memory per
+// block, 48 MiB L2).
+inline DeviceInfo assumed_h200() {
+  DeviceInfo d;
+  d.ordinal = 0;
+  d.name = "NVIDIA H200 (assumed)";
+  d.cc = 90;
+  d.sm_count = 132;
+  d.l2_bytes = 48 << 20;
+  d.smem_optin_bytes = 227 * 1024;
+  return d;
+}
+
+// Does a config or instance compute what the problem asks for, in its layouts? (can_implement's first
+// two checks; everything else it checks is the alignment and the device.)
+inline bool serves_math_and_layout(const GemmConfig& c, const GemmDesc& d) {
+  return math_implements(c.math, required_math(d)) && c.a_layout == d.a_layout && c.b_layout == d.b_layout;
+}
+
+struct PrunedConfig {
+  std::string name;
+  Verdict verdict;
+};
+
+// One default family, seen from the problem: its configs for the problem's math and layouts.
+struct FamilyModel {
+  std::string family;
+  std::size_t configs = 0;     // every point of the family's product
+  std::size_t relevant = 0;    // of which compute this problem's math in its layouts
+  std::size_t valid = 0;       // of the relevant, accepted by the constraint model (instances)
+  std::size_t in_table = 0;    // of the valid, registered in this binary's dispatch table
+  std::vector<PrunedConfig> pruned;       // relevant configs the model rejected
+  std::vector<std::string> not_in_table;  // relevant valid configs this binary does not hold
+};
+
+struct Rejection {
+  std::string name, family, reason;
+  StatusCode code = StatusCode::ok;
+};
+
+struct RankedCandidate {
+  const GemmKernelEntry* entry = nullptr;
+  int rank = 0;        // 1 = the cost model's (and the heuristic API's) first choice
+  double cost = 0;     // heuristic_cost, lower is better
+  double relative = 1; // cost / the best cost
+};
+
+struct ModelExplanation {
+  std::vector<FamilyModel> families;
+  // Table entries for another math or layout, per family (not listed one by one).
+  std::map<std::string, std::size_t> other_math_layout;
+  std::size_t other_math_layout_total = 0;
+  // Table entries for this math and layout that cannot run the problem: alignment or device.
+  std::vector<Rejection> cannot;
+  // The rest, best-ranked first (Tuner::ranked_candidates with the default cost model).
+  std::vector<RankedCandidate> ranked;
+  std::size_t table_size = 0;
+};
+
+namespace detail {
+
+template <class F>
+FamilyModel family_model(const GemmDesc& d, const GemmTable& table) {
+  static constexpr auto candidates = enumerate_family<F>();
+  FamilyModel fm;
+  fm.family = std::string(F::name);
+  fm.configs = candidates.size();
+  for (const auto& c : candidates) {
+    if (!serves_math_and_layout(c.config, d)) continue;
+    ++fm.relevant;
+    const InstanceName name = instance_name(c.config);
+    if (!c.verdict.ok()) {
+      fm.pruned.push_back(PrunedConfig{std::string(name.view()), c.verdict});
+      continue;
+    }
+    ++fm.valid;
+    if (table.find(name.view()) != nullptr) ++fm.in_table;
+    else fm.not_in_table.push_back(std::string(name.view()));
+  }
+  return fm;
+}
+
+}  // namespace detail
+
+// Explain `desc` (any description; it is resolved here) with alignment class `al` on `dev`.
+inline ModelExplanation explain_model(const GemmDesc& desc, const GemmAlignment& al, const DeviceInfo& dev,
+                                      const GemmTable& table = gemm_table()) {
+  const GemmDesc d = resolved(desc);
+  ModelExplanation x;
+  x.table_size = table.size();
+  std::apply([&](auto... fam) { (x.families.push_back(detail::family_model<decltype(fam)>(d, table)), ...); }, DefaultFamilies{});
+
+  for (const GemmKernelEntry& e : table.entries()) {
+    if (!serves_math_and_layout(e.config, d)) {
+      ++x.other_math_layout[std::string(e.family)];
+      ++x.other_math_layout_total;
+      continue;
+    }
+    const Status s = can_implement(e, d, al, &dev);
+    if (!s.ok()) x.cannot.push_back(Rejection{std::string(e.name), std::string(e.family), s.message(), s.code()});
+  }
+
+  // The tuner's own ranking (no backend needed: ranking only reads the table and the cost model).
+  const tuner::Tuner ranker(nullptr, &table);
+  const std::vector<const GemmKernelEntry*> ranked = ranker.ranked_candidates(d, al, dev, {});
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    RankedCandidate r;
+    r.entry = ranked[i];
+    r.rank = static_cast<int>(i + 1);
+    r.cost = heuristic_cost(*ranked[i], d, dev);
+    x.ranked.push_back(r);
+  }
+  if (!x.ranked.empty() && x.ranked.front().cost > 0)
+    for (auto& r : x.ranked) r.relative = r.cost / x.ranked.front().cost;
+  return x;
+}
+
+}  // namespace ktune::profile
