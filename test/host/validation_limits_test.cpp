@@ -1,6 +1,6 @@
-// Host tests: what fuzzing found in argument validation (test/fuzz/, corpus files bug_*). Byte
+// Host tests: what fuzzing found (test/fuzz/, corpus files bug_*) in argument validation and the cache. Byte
 // extents that overflow 64 bits or wrap around the address space, enum values outside the
-// enumerations, and the tuning-cache line of an M bucketed to 2^31. Pointers are fake addresses.
+// enumerations, the tuning-cache line of an M bucketed to 2^31, and merge order. Pointers are fake addresses.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -145,4 +145,23 @@ TEST_CASE("tuner cache: the pow2 bucket of M in (2^30, 2^31) is 2^31, and its ca
   e.key.m = 1024;
   e.key.n = std::int64_t{1} << 31;
   CHECK_FALSE(parse_entry_line(to_line(e), back, why));
+}
+
+TEST_CASE("tuner cache: merging entries that differ only in tflops does not depend on the order") {
+  using namespace ktune::tuner;
+  CacheEntry a;
+  a.key.m = a.key.n = a.key.k = 4096;
+  a.id = CacheIdentity{"dev", "0.1.0", "0123456789abcdef"};
+  a.instance = "ktune_gemm_sm80_f16_tn_128x256x32_w64x64_s4_a8";
+  a.ms = 0.9;
+  a.tflops = 152.6;
+  CacheEntry b = a;
+  b.tflops = 15.26;  // e.g. a hand-edited line
+  CacheStore ab, ba;
+  ab.insert(a);
+  ab.insert(b);
+  ba.insert(b);
+  ba.insert(a);
+  CHECK(ab.serialize() == ba.serialize());
+  CHECK(ab.find(a.key, a.id)->tflops == 152.6);
 }

@@ -61,8 +61,13 @@ struct CacheEntry {
   double ms = 0.0;       // median time of the winner when it was tuned
   double tflops = 0.0;
 
-  // Deterministic "better" order used by every merge: faster, then smaller name.
-  bool better_than(const CacheEntry& o) const { return ms != o.ms ? ms < o.ms : instance < o.instance; }
+  // Deterministic "better" order used by every merge: faster, then smaller name, then (same time and
+  // instance, e.g. a hand-edited line) larger tflops, so a merge never depends on the order of its inputs.
+  bool better_than(const CacheEntry& o) const {
+    if (ms != o.ms) return ms < o.ms;
+    if (instance != o.instance) return instance < o.instance;
+    return tflops > o.tflops;
+  }
 };
 
 // ---- One line <-> one entry --------------------------------------------------------------------------
