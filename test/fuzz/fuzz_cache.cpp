@@ -212,6 +212,7 @@ void check_apply(std::string_view text, const CacheStore& parsed) {
       }
     }
   }
+  ::unlink(path.c_str());  // leave no file behind (a crash keeps it, next to the crash input)
 }
 
 }  // namespace
