@@ -4,6 +4,8 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -16,6 +18,14 @@
 
 namespace ktune {
 
+// How split-K slices are summed (GemmLaunchOptions::split_k > 1):
+//   serial   — in the GEMM kernel: every slice stores fp32 partials to the workspace, the last one to
+//              arrive at a tile (per-tile semaphore) adds them in slice order and applies the epilogue;
+//              deterministic (bit-identical run to run), one kernel.
+//   parallel — every slice stores fp32 partials; a second kernel adds them in slice order and applies
+//              the epilogue. Also deterministic; no semaphores, two kernels.
+enum class SplitKMode { serial, parallel };
+
 struct GemmLaunchOptions {
   int raster_group = 8;  // tiles are visited in groups of this many tile-rows, for L2 reuse
   // sm90 (wgmma) instances: CTAs per cluster sharing an operand by TMA multicast, 1 or 2; 0 = the
@@ -24,7 +34,14 @@ struct GemmLaunchOptions {
   // sm90 (wgmma) instances: at most this many CTAs (the persistent grid walks the tiles); 0 = as many as
   // are resident at once. A larger value than fits is correct, only no longer persistent.
   int max_ctas = 0;
+  // Split the K loop into this many slices run by separate blocks (1 = no split). Instances without a
+  // workspace_size function support only 1. The epilogue is applied once, to the whole sum.
+  int split_k = 1;
+  SplitKMode split_mode = SplitKMode::serial;
 };
+
+// Largest split count accepted (more slices than this never pays: each adds an fp32 tile of traffic).
+inline constexpr int max_split_k = 64;
 
 struct GemmKernelEntry {
   std::string_view name;
@@ -35,7 +52,46 @@ struct GemmKernelEntry {
   Status (*launch)(const GemmDesc&, const GemmOperands&, const GemmLaunchOptions&, cudaStream_t) = nullptr;
   // Compiler's view of the instance (registers, local memory, static smem), for checking the model.
   cudaError_t (*attributes)(cudaFuncAttributes*) = nullptr;
+  // Workspace bytes a launch with these options needs (nullptr: the instance never needs any and
+  // supports only split_k = 1). `desc` is resolved.
+  std::size_t (*workspace_size)(const GemmDesc&, const GemmLaunchOptions&) = nullptr;
 };
+
+// Launch options this instance accepts for this problem (checked before anything is launched).
+inline Status check_launch_options(const GemmKernelEntry& e, const GemmLaunchOptions& o) {
+  if (o.split_k < 1 || o.split_k > max_split_k)
+    return error(StatusCode::invalid_argument, "split_k must be in [1, " + std::to_string(max_split_k) + "], got " +
+                                                   std::to_string(o.split_k));
+  if (o.split_mode != SplitKMode::serial && o.split_mode != SplitKMode::parallel)
+    return error(StatusCode::invalid_argument,
+                 "unknown split_mode (SplitKMode value " + std::to_string(static_cast<int>(o.split_mode)) + ")");
+  if (o.split_k > 1 && e.workspace_size == nullptr)
+    return error(StatusCode::unsupported, "instance " + std::string(e.name) + " does not support split-K (split_k=" +
+                                              std::to_string(o.split_k) + ")");
+  return {};
+}
+
+// Workspace bytes this instance needs for this (resolved) problem and launch options.
+inline std::size_t workspace_bytes_for(const GemmKernelEntry& e, const GemmDesc& d, const GemmLaunchOptions& o) {
+  return e.workspace_size != nullptr ? e.workspace_size(d, o) : 0;
+}
+
+// The caller's workspace against what the launch needs: too small (or misaligned) is an error.
+inline Status check_workspace(const GemmKernelEntry& e, const GemmDesc& d, const GemmOperands& ops,
+                              const GemmLaunchOptions& o) {
+  const std::size_t need = workspace_bytes_for(e, d, o);
+  if (need == 0) return {};
+  if (ops.workspace == nullptr || ops.workspace_bytes < need)
+    return error(StatusCode::invalid_argument,
+                 "workspace too small: instance " + std::string(e.name) + " with split_k=" + std::to_string(o.split_k) +
+                     " needs " + std::to_string(need) + " bytes, got " +
+                     (ops.workspace == nullptr ? std::string("none") : std::to_string(ops.workspace_bytes)));
+  if (reinterpret_cast<std::uintptr_t>(ops.workspace) % 16 != 0)
+    return error(StatusCode::misaligned, "workspace must be 16-byte aligned");
+  return {};
+}
+
+
 
 // Can this instance run this (already validated) problem on this device? The reason says why not.
 inline Status can_implement(const GemmKernelEntry& e, const GemmDesc& d, const GemmAlignment& al,

@@ -9,6 +9,8 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <limits>
 #include <string>
 #include <vector>
@@ -16,8 +18,10 @@
 #include "ktune/device.hpp"
 #include "ktune/dispatch.hpp"
 #include "ktune/gemm/heuristic.hpp"
+#include "ktune/gemm/split_k.hpp"
 #include "ktune/problem.hpp"
 #include "ktune/tuner/default.hpp"
+#include "ktune/workspace.hpp"
 
 namespace ktune {
 
@@ -78,9 +82,53 @@ inline Status select_gemm(const GemmDesc& desc, const GemmOperands& ops, const G
   return {};
 }
 
+// Workspace bytes that gemm(desc, ops, stream, opt) may need, for callers who pass their own
+// (GemmOperands::workspace). With opt.instance: exactly that instance's need with opt.launch. Otherwise
+// an upper bound over every registered instance whose math and layout fit the problem, with opt.launch
+// and with each launch variant the tuner may time (split_k_variants on the current device).
+inline std::size_t gemm_workspace_size(const GemmDesc& desc, const GemmOptions& opt = {}) {
+  const GemmDesc d = resolved(desc);
+  const GemmTable& table = gemm_table();
+  if (opt.instance != nullptr) {
+    const GemmKernelEntry* e = table.find(opt.instance);
+    return e != nullptr ? workspace_bytes_for(*e, d, opt.launch) : 0;
+  }
+  DeviceInfo dev;
+  const bool have_dev = cuda_device_count() > 0 && current_device(dev).ok();
+  std::size_t most = 0;
+  const GemmAlignment widest{16, 16, 16};  // alignment only removes candidates
+  for (const GemmKernelEntry& e : table.entries()) {
+    if (!can_implement(e, d, widest, have_dev ? &dev : nullptr).ok() || e.workspace_size == nullptr) continue;
+    most = std::max(most, workspace_bytes_for(e, d, opt.launch));
+    if (have_dev)
+      for (const GemmLaunchOptions& v : split_k_variants(e, d, dev)) most = std::max(most, workspace_bytes_for(e, d, v));
+  }
+  return most;
+}
+
+namespace detail {
+// Launch `e` with `launch`, giving it the workspace it needs: the caller's (checked: too small is an
+// error and nothing is launched) or, when the caller passed none, one from the per-(device, stream)
+// pool (ktune/workspace.hpp).
+inline Status launch_with_workspace(const GemmKernelEntry& e, const GemmDesc& desc, const GemmOperands& ops,
+                                    const GemmLaunchOptions& launch, cudaStream_t stream) {
+  const GemmDesc d = resolved(desc);
+  KTUNE_RETURN_IF_ERROR(check_launch_options(e, launch));
+  GemmOperands o = ops;
+  const std::size_t need = workspace_bytes_for(e, d, launch);
+  if (need > 0 && o.workspace == nullptr) {
+    if (o.workspace_bytes != 0) return error(StatusCode::invalid_argument, "workspace_bytes is set but workspace is null");
+    KTUNE_RETURN_IF_ERROR(gemm_workspace_pool().acquire(stream, need, o.workspace, o.workspace_bytes));
+  }
+  KTUNE_RETURN_IF_ERROR(check_workspace(e, d, o, launch));
+  return e.launch(d, o, launch, stream);
+}
+}  // namespace detail
+
 // D = epilogue(A·B, C, bias, residual) on `stream`. Nothing is launched when the Status is not ok.
 // The instance is the tuner's pick for this problem on this GPU (benchmarked on first use, then a
 // constant-time lookup; see ktune/tuner/default.hpp), unless `opt` names one or asks for the heuristic.
+// Instances and launch options that need scratch get ops.workspace, or ktune's pooled workspace.
 inline Status gemm(const GemmDesc& desc, const GemmOperands& ops, cudaStream_t stream = nullptr,
                    const GemmOptions& opt = {}) {
   KTUNE_RETURN_IF_ERROR(validate(desc, ops));
@@ -88,12 +136,12 @@ inline Status gemm(const GemmDesc& desc, const GemmOperands& ops, cudaStream_t s
   if (!have_device) return error(StatusCode::no_device, "no CUDA device found");
   const GemmKernelEntry* e = nullptr;
   if (opt.instance == nullptr && !opt.heuristic && default_tuner().select(desc, ops, stream, e).ok() && e != nullptr)
-    return e->launch(resolved(desc), ops, opt.launch, stream);
+    return detail::launch_with_workspace(*e, desc, ops, opt.launch, stream);
   // Forced instance, heuristic choice, or the tuner found nothing: select_gemm says precisely why.
   DeviceInfo dev;
   KTUNE_RETURN_IF_ERROR(current_device(dev));
   KTUNE_RETURN_IF_ERROR(select_gemm(desc, ops, gemm_table(), dev, opt, e));
-  return e->launch(resolved(desc), ops, opt.launch, stream);
+  return detail::launch_with_workspace(*e, desc, ops, opt.launch, stream);
 }
 
 }  // namespace ktune

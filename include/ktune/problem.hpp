@@ -6,6 +6,7 @@
 // C, D and the residual are row-major. A and B may each be row- or column-major.
 #pragma once
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -35,6 +36,12 @@ struct GemmOperands {
   void* d = nullptr;
   const void* bias = nullptr;      // N elements, when epilogue.bias
   const void* residual = nullptr;  // M×N row-major with ldr, when epilogue.residual
+  // Scratch for instances and launch options that need it (split-K partials and semaphores; see
+  // gemm_workspace_size). Null: ktune::gemm() takes it from its cached per-(device, stream) pool. A
+  // workspace smaller than the launch needs is an error (nothing is launched). Device memory,
+  // 16-byte aligned, used in stream order only: ktune zeroes what it needs zeroed, in-stream.
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
 };
 
 // Leading dimensions with 0 resolved to the packed value.

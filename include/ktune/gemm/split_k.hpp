@@ -1,0 +1,96 @@
+// ktune/gemm/split_k.hpp — split-K as a launch option of the sm80 (mma.sync, SIMT) instances: the
+// workspace layout the kernels and the host agree on, and the few split counts worth timing.
+//
+// Workspace (split_k > 1), from its start:
+//   serial mode only: one 32-bit arrival counter per output tile, padded to 256 bytes; zeroed
+//                     in-stream (cudaMemsetAsync) before each launch, so any workspace works
+//   both modes:       split_k fp32 partial matrices M × ld, ld = N rounded up to 4 (16-byte rows)
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "ktune/arch.hpp"
+#include "ktune/dispatch.hpp"
+
+namespace ktune {
+
+struct SplitKLayout {
+  std::size_t semaphore_bytes = 0;  // at offset 0
+  std::size_t partials_offset = 0;  // bytes; 256-byte aligned
+  std::int64_t partial_ld = 0;      // floats between partial rows
+  std::size_t total_bytes = 0;      // 0: no workspace needed
+};
+
+constexpr SplitKLayout split_k_layout(std::int64_t m, std::int64_t n, int tile_m, int tile_n, int split_k,
+                                      SplitKMode mode) {
+  SplitKLayout l;
+  if (split_k <= 1 || m <= 0 || n <= 0) return l;
+  const std::int64_t tiles = ((m + tile_m - 1) / tile_m) * ((n + tile_n - 1) / tile_n);
+  l.semaphore_bytes = mode == SplitKMode::serial ? static_cast<std::size_t>((tiles * 4 + 255) / 256 * 256) : 0;
+  l.partials_offset = l.semaphore_bytes;
+  l.partial_ld = (n + 3) / 4 * 4;
+  l.total_bytes = l.partials_offset + static_cast<std::size_t>(split_k) * static_cast<std::size_t>(m) *
+                                          static_cast<std::size_t>(l.partial_ld) * sizeof(float);
+  return l;
+}
+
+inline SplitKLayout split_k_layout(const GemmConfig& c, const GemmDesc& d, const GemmLaunchOptions& o) {
+  return split_k_layout(d.m, d.n, c.tile.m, c.tile.n, o.split_k, o.split_mode);
+}
+
+// K-tiles of slice `s` of `splits`: [first, first + count) of k_tiles, as even as possible.
+constexpr std::int64_t split_k_first_tile(std::int64_t k_tiles, int splits, int s) { return k_tiles * s / splits; }
+
+namespace detail {
+// Estimated time of a split count (arbitrary units): waves of (tiles × splits) blocks, each running
+// its share of the k-tiles plus a fixed cost for storing and re-reading an fp32 partial tile.
+inline double split_k_estimate(std::int64_t tiles, std::int64_t k_tiles, int splits, double slots) {
+  const double blocks = double(tiles) * splits;
+  const double waves = std::ceil(blocks / slots);
+  const double per_block = std::ceil(double(k_tiles) / splits) + (splits > 1 ? 2.0 : 0.0);
+  return waves * per_block;
+}
+}  // namespace detail
+
+// The launch options worth timing for this instance and problem: {split_k = 1} always; when the
+// output tiles fill less than about one wave of the device and K is long, a few split counts whose
+// tiles × splits come close to whole waves (serial mode), and the best of them in parallel mode too.
+inline std::vector<GemmLaunchOptions> split_k_variants(const GemmKernelEntry& e, const GemmDesc& desc,
+                                                       const DeviceInfo& dev) {
+  std::vector<GemmLaunchOptions> out(1);
+  if (e.workspace_size == nullptr) return out;
+  const GemmDesc d = resolved(desc);
+  const GemmConfig& c = e.config;
+  const std::int64_t tiles = ((d.m + c.tile.m - 1) / c.tile.m) * ((d.n + c.tile.n - 1) / c.tile.n);
+  const std::int64_t k_tiles = (d.k + c.tile.k - 1) / c.tile.k;
+  const ArchTraits* arch = arch_for_cc(dev.cc);
+  const int regs = arch ? arch->regs_per_sm : 65536, smem = arch ? arch->smem_per_sm_bytes : dev.smem_optin_bytes;
+  const GemmResources& r = e.resources;
+  const int per_sm = std::max(1, std::min({regs / std::max(1, r.registers * r.threads),
+                                           smem / std::max(1, r.smem_bytes + 1024), 2048 / std::max(1, r.threads)}));
+  const double slots = double(std::max(1, dev.sm_count)) * per_sm;
+  if (double(tiles) >= 0.75 * slots || k_tiles < 4) return out;
+  const int max_s = static_cast<int>(std::min<std::int64_t>({max_split_k, k_tiles / 2}));
+  std::vector<std::pair<double, int>> ranked;
+  for (int s = 2; s <= max_s; ++s) ranked.emplace_back(detail::split_k_estimate(tiles, k_tiles, s, slots), s);
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const double base = detail::split_k_estimate(tiles, k_tiles, 1, slots);
+  for (std::size_t i = 0; i < ranked.size() && out.size() < 4; ++i) {
+    if (ranked[i].first >= base) break;
+    GemmLaunchOptions o;
+    o.split_k = ranked[i].second;
+    o.split_mode = SplitKMode::serial;
+    out.push_back(o);
+  }
+  if (out.size() > 1) {
+    GemmLaunchOptions o = out[1];
+    o.split_mode = SplitKMode::parallel;
+    out.push_back(o);
+  }
+  return out;
+}
+
+}  // namespace ktune

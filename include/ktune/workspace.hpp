@@ -1,0 +1,97 @@
+// ktune/workspace.hpp — the workspace pool behind ktune::gemm() when the caller passes none.
+//
+// One slot per (device, stream) — per (device, stream, host thread) for the default streams, whose
+// handle means a different stream per thread under per-thread default-stream semantics — so launches
+// on different streams never share scratch, and launches on one stream are ordered by the stream.
+// Slots only grow. A buffer that is outgrown is kept (not freed) until release_gemm_workspaces():
+// work already queued, or a CUDA graph captured earlier, may still use it. Growing while the stream
+// is capturing a graph is refused (cudaMalloc is not capturable): run the call once before capture,
+// or pass GemmOperands::workspace. Thread-safe.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "ktune/device.hpp"
+#include "ktune/status.hpp"
+
+namespace ktune {
+
+class WorkspacePool {
+ public:
+  // A buffer of at least `bytes` for use on `stream` of the current device.
+  Status acquire(cudaStream_t stream, std::size_t bytes, void*& out, std::size_t& out_bytes) {
+    out = nullptr;
+    out_bytes = 0;
+    int dev = 0;
+    KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&dev), "cudaGetDevice"));
+    const bool per_thread = stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
+    const Key key{dev, stream, per_thread ? std::this_thread::get_id() : std::thread::id{}};
+    std::lock_guard<std::mutex> lock(mu_);
+    Slot& s = slots_[key];
+    if (s.bytes < bytes) {
+      cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+      if (cudaStreamIsCapturing(stream, &cap) != cudaSuccess) (void)cudaGetLastError();
+      if (cap != cudaStreamCaptureStatusNone)
+        return error(StatusCode::invalid_argument,
+                     "GEMM workspace must grow to " + std::to_string(bytes) +
+                         " bytes while the stream is capturing a graph: run the call once before capture, or pass "
+                         "GemmOperands::workspace (size: gemm_workspace_size)");
+      constexpr std::size_t granule = std::size_t{1} << 16;  // round up to 64 KiB, no more
+      const std::size_t want = (bytes + granule - 1) / granule * granule;
+      void* p = nullptr;
+      KTUNE_RETURN_IF_ERROR(cuda_status(cudaMalloc(&p, want), "cudaMalloc(GEMM workspace)"));
+      if (s.ptr != nullptr) retired_.push_back(s.ptr);
+      s.ptr = p;
+      s.bytes = want;
+    }
+    out = s.ptr;
+    out_bytes = s.bytes;
+    return {};
+  }
+
+  // Free every buffer (after the device finished all work that might use them).
+  Status release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    KTUNE_RETURN_IF_ERROR(cuda_status(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
+    for (auto& [k, s] : slots_) (void)cudaFree(s.ptr);
+    for (void* p : retired_) (void)cudaFree(p);
+    slots_.clear();
+    retired_.clear();
+    return {};
+  }
+
+  std::size_t bytes_held() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::size_t n = 0;
+    for (auto& [k, s] : slots_) n += s.bytes;
+    return n;
+  }
+
+ private:
+  using Key = std::tuple<int, cudaStream_t, std::thread::id>;
+  struct Slot {
+    void* ptr = nullptr;
+    std::size_t bytes = 0;
+  };
+  std::mutex mu_;
+  std::map<Key, Slot> slots_;
+  std::vector<void*> retired_;
+};
+
+// The process-wide pool (never destroyed, so calls from static destructors stay safe).
+inline WorkspacePool& gemm_workspace_pool() {
+  static WorkspacePool* const pool = new WorkspacePool;
+  return *pool;
+}
+
+// Free ktune's cached GEMM workspaces (synchronizes the current device first; the buffers of other
+// devices are freed as well, which may synchronize implicitly).
+inline Status release_gemm_workspaces() { return gemm_workspace_pool().release(); }
+
+}  // namespace ktune

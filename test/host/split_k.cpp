@@ -1,0 +1,147 @@
+// Host tests: the split-K launch options and workspace API (check_launch_options, check_workspace,
+// the workspace layout, gemm_workspace_size) and split_k_variants on a fake H200. No GPU needed.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "ktune/gemm.hpp"
+#include "ktune/gemm/split_k.hpp"
+
+using namespace ktune;
+
+namespace {
+
+std::size_t fake_workspace(const GemmDesc& d, const GemmLaunchOptions& o) {
+  return split_k_layout(d.m, d.n, 64, 64, o.split_k, o.split_mode).total_bytes;
+}
+Status launch_nothing(const GemmDesc&, const GemmOperands&, const GemmLaunchOptions&, cudaStream_t) { return {}; }
+
+GemmKernelEntry fake_entry(bool split_capable, TileShape tile = {64, 64, 32}) {
+  GemmKernelEntry e;
+  e.name = split_capable ? "fake_split" : "fake_plain";
+  e.family = "fake";
+  e.config.tile = tile;
+  e.config.warp = {32, 32};
+  e.resources = estimate_resources(e.config);
+  e.launch = &launch_nothing;
+  if (split_capable) e.workspace_size = &fake_workspace;
+  return e;
+}
+
+DeviceInfo h200() {
+  DeviceInfo d;
+  d.name = "fake H200";
+  d.cc = 90;
+  d.sm_count = 132;
+  d.smem_optin_bytes = 227 * 1024;
+  return d;
+}
+
+GemmDesc problem(std::int64_t m, std::int64_t n, std::int64_t k) {
+  GemmDesc d;
+  d.m = m;
+  d.n = n;
+  d.k = k;
+  d.ab_type = DType::bf16;
+  d.d_type = DType::bf16;
+  d.a_layout = Layout::row;
+  d.b_layout = Layout::col;
+  return resolved(d);
+}
+
+}  // namespace
+
+TEST_CASE("split-K launch options are validated") {
+  const GemmKernelEntry split = fake_entry(true), plain = fake_entry(false);
+  GemmLaunchOptions o;
+  CHECK(check_launch_options(plain, o).ok());
+  CHECK(check_launch_options(split, o).ok());
+  o.split_k = 4;
+  CHECK(check_launch_options(split, o).ok());
+  const Status s = check_launch_options(plain, o);
+  CHECK(s.code() == StatusCode::unsupported);
+  CHECK(s.message().find("does not support split-K") != std::string::npos);
+  o.split_k = 0;
+  CHECK(check_launch_options(split, o).code() == StatusCode::invalid_argument);
+  o.split_k = max_split_k + 1;
+  CHECK(check_launch_options(split, o).code() == StatusCode::invalid_argument);
+  o.split_k = 2;
+  o.split_mode = static_cast<SplitKMode>(7);
+  CHECK(check_launch_options(split, o).code() == StatusCode::invalid_argument);
+}
+
+TEST_CASE("split-K workspace layout") {
+  // 100×130 output, 64×64 tiles: 2×3 = 6 tiles → 24 B of counters, padded to 256.
+  const SplitKLayout s = split_k_layout(100, 130, 64, 64, 3, SplitKMode::serial);
+  CHECK(s.semaphore_bytes == 256);
+  CHECK(s.partials_offset == 256);
+  CHECK(s.partial_ld == 132);
+  CHECK(s.total_bytes == 256 + 3 * 100 * 132 * 4);
+  const SplitKLayout p = split_k_layout(100, 130, 64, 64, 3, SplitKMode::parallel);
+  CHECK(p.semaphore_bytes == 0);
+  CHECK(p.total_bytes == 3 * 100 * 132 * 4);
+  CHECK(split_k_layout(100, 130, 64, 64, 1, SplitKMode::serial).total_bytes == 0);
+  // Slices of k-tiles cover [0, k_tiles) without gaps, even when there are more slices than tiles.
+  for (int splits : {1, 2, 3, 5, 8})
+    for (std::int64_t kt : {1, 2, 7, 64, 65}) {
+      CHECK(split_k_first_tile(kt, splits, 0) == 0);
+      CHECK(split_k_first_tile(kt, splits, splits) == kt);
+      for (int s = 0; s < splits; ++s) CHECK(split_k_first_tile(kt, splits, s) <= split_k_first_tile(kt, splits, s + 1));
+    }
+}
+
+TEST_CASE("a caller's workspace that is too small is an error") {
+  const GemmKernelEntry e = fake_entry(true);
+  const GemmDesc d = problem(100, 130, 4096);
+  GemmLaunchOptions o;
+  o.split_k = 3;
+  const std::size_t need = workspace_bytes_for(e, d, o);
+  REQUIRE(need > 0);
+  GemmOperands ops;
+  CHECK(check_workspace(e, d, ops, o).code() == StatusCode::invalid_argument);
+  ops.workspace = reinterpret_cast<void*>(std::uintptr_t{0x10000000});
+  ops.workspace_bytes = need - 1;
+  const Status s = check_workspace(e, d, ops, o);
+  CHECK(s.code() == StatusCode::invalid_argument);
+  CHECK(s.message().find("workspace too small") != std::string::npos);
+  CHECK(s.message().find(std::to_string(need)) != std::string::npos);
+  ops.workspace_bytes = need;
+  CHECK(check_workspace(e, d, ops, o).ok());
+  ops.workspace = reinterpret_cast<void*>(std::uintptr_t{0x10000004});
+  CHECK(check_workspace(e, d, ops, o).code() == StatusCode::misaligned);
+  o.split_k = 1;  // no split: no workspace needed, none checked
+  CHECK(check_workspace(e, d, GemmOperands{}, o).ok());
+}
+
+TEST_CASE("split_k_variants: {1} for big problems, a few splits for few tiles and long K") {
+  const DeviceInfo dev = h200();
+  const GemmKernelEntry split = fake_entry(true), plain = fake_entry(false);
+  // Instances without split-K support, or problems that fill the GPU: no split.
+  CHECK(split_k_variants(plain, problem(16, 4096, 4096), dev).size() == 1);
+  auto big = split_k_variants(split, problem(4096, 4096, 4096), dev);
+  REQUIRE(big.size() == 1);
+  CHECK(big[0].split_k == 1);
+  // Short K: nothing to split.
+  CHECK(split_k_variants(split, problem(64, 64, 64), dev).size() == 1);
+  // 64×64×65536: one tile, 2048 k-tiles: split, near whole waves, both modes offered.
+  auto v = split_k_variants(split, problem(64, 64, 65536), dev);
+  REQUIRE(v.size() >= 3);
+  CHECK(v[0].split_k == 1);
+  std::set<int> splits;
+  bool parallel = false;
+  for (const auto& o : v) {
+    CHECK(check_launch_options(split, o).ok());
+    CHECK(o.split_k <= max_split_k);
+    splits.insert(o.split_k);
+    parallel |= o.split_mode == SplitKMode::parallel;
+  }
+  CHECK(parallel);
+  CHECK(*splits.rbegin() >= 16);
+  // Decode: 16×4096×4096 with 64×64 tiles = 64 tiles: splits that make ~1–2 waves.
+  auto dec = split_k_variants(split, problem(16, 4096, 4096), dev);
+  REQUIRE(dec.size() >= 2);
+  CHECK(dec[1].split_k > 1);
+  for (const auto& o : dec) CHECK(o.split_k <= 128 / 2);  // at least two k-tiles per slice
+}
