@@ -1,0 +1,402 @@
+// GPU tests of ktune::gemm under concurrency: 16 host threads on several streams (and on every GPU
+// present) calling the tuned one-call API with mixed keys, several threads on the same key at the same
+// time, every result checked against a float64 reference; and tuning a new key while another stream is
+// busy must neither wait for that stream nor disturb its work.
+//
+// Worker threads use no doctest assertion (a failing REQUIRE would throw on a thread that cannot catch
+// it): they record what happened, and the main thread checks it.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <latch>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpu/test_util.cuh"
+
+using namespace kt;
+
+namespace {
+
+// One problem kind: operand type and compute, layouts, sizes, output type, epilogue.
+struct Spec {
+  const char* label;
+  DType ab;
+  Compute compute;
+  Layout la, lb;
+  std::int64_t m, n, k;
+  DType out;
+  EpilogueSpec ep;
+};
+
+EpilogueSpec with_beta(float beta) {
+  EpilogueSpec e;
+  e.alpha = 0.75f;
+  e.beta = beta;
+  return e;
+}
+EpilogueSpec with_residual(Activation a) {
+  EpilogueSpec e;
+  e.residual = true;
+  e.activation = a;
+  return e;
+}
+
+// Shapes no other test uses, so the keys are new to the process-wide tuner.
+std::vector<Spec> specs() {
+  return {
+      {"f16 tn bias_relu", DType::f16, Compute::f32, Layout::row, Layout::col, 200, 136, 96, DType::f16,
+       bias_activation(Activation::relu)},
+      {"bf16 tn -> f32", DType::bf16, Compute::f32, Layout::row, Layout::col, 130, 72, 64, DType::f32, {}},
+      {"f16 nn ab", DType::f16, Compute::f32, Layout::col, Layout::col, 72, 264, 40, DType::f16, with_beta(0.5f)},
+      {"f32 tn exact", DType::f32, Compute::f32, Layout::row, Layout::col, 72, 40, 36, DType::f32, {}},
+      {"tf32 tn gelu", DType::f32, Compute::tf32, Layout::row, Layout::col, 96, 104, 64, DType::f32,
+       bias_activation(Activation::gelu_tanh)},
+      {"bf16 nt res_silu", DType::bf16, Compute::f32, Layout::col, Layout::row, 136, 200, 72, DType::bf16,
+       with_residual(Activation::silu)},
+  };
+}
+
+GemmDesc desc_of(const Spec& s) {
+  GemmDesc d;
+  d.m = s.m;
+  d.n = s.n;
+  d.k = s.k;
+  d.ab_type = s.ab;
+  d.compute = s.compute;
+  d.a_layout = s.la;
+  d.b_layout = s.lb;
+  d.d_type = s.out;
+  d.epilogue = s.ep;
+  return d;
+}
+
+MathOp math_of(const Spec& s) {
+  if (s.ab == DType::f16) return MathOp::mma_f16;
+  if (s.ab == DType::bf16) return MathOp::mma_bf16;
+  return s.compute == Compute::tf32 ? MathOp::mma_tf32 : MathOp::simt_f32;
+}
+
+// Can the table serve this kind on the current device (cudaMalloc'd pointers: 256-byte aligned)?
+bool servable(const Spec& s, std::string& why) {
+  DeviceInfo dev;
+  if (!current_device(dev).ok()) return false;
+  GemmOperands o;
+  o.a = reinterpret_cast<const void*>(std::uintptr_t{1} << 40);
+  o.b = reinterpret_cast<const void*>(std::uintptr_t{2} << 40);
+  o.c = reinterpret_cast<const void*>(std::uintptr_t{3} << 40);
+  o.d = reinterpret_cast<void*>(std::uintptr_t{4} << 40);
+  o.bias = reinterpret_cast<const void*>(std::uintptr_t{5} << 40);
+  o.residual = reinterpret_cast<const void*>(std::uintptr_t{6} << 40);
+  GemmOptions opt;
+  opt.heuristic = true;
+  const GemmKernelEntry* e = nullptr;
+  const Status st = select_gemm(desc_of(s), o, gemm_table(), dev, opt, e);
+  why = st.to_string();
+  return st.ok();
+}
+
+// Host images (poison outside the data) built without touching the device or doctest.
+struct HostMatrix {
+  Storage st;
+  std::vector<double> vals;          // logical row-major rows×cols, as stored
+  std::vector<unsigned char> image;  // the whole buffer
+  void* dev = nullptr;
+  void* data() const { return static_cast<unsigned char*>(dev) + static_cast<std::size_t>(st.first()) * st.es(); }
+};
+
+HostMatrix host_matrix(const Storage& st, Rng* rng) {
+  HostMatrix m;
+  m.st = st;
+  m.vals.assign(static_cast<std::size_t>(st.rows * st.cols), 0.0);
+  m.image.assign(st.bytes(), kPoison);
+  if (rng != nullptr)
+    for (std::int64_t i = 0; i < st.rows; ++i)
+      for (std::int64_t j = 0; j < st.cols; ++j) {
+        unsigned char* p = m.image.data() + static_cast<std::size_t>(st.first() + st.index(i, j)) * st.es();
+        encode(st.type, p, rng->nonzero());
+        m.vals[static_cast<std::size_t>(i * st.cols + j)] = decode(st.type, p);
+      }
+  return m;
+}
+
+// What one call did: recorded by the worker, checked by the main thread.
+struct Outcome {
+  std::string what;
+  std::string cuda_error;
+  Status status;
+  Check check;
+  double tol = 0;
+  bool ran = false;
+};
+
+std::string cuda_err(cudaError_t e, const char* what) {
+  return e == cudaSuccess ? std::string() : std::string(what) + ": " + cudaGetErrorName(e);
+}
+
+// One problem of kind `s` with data from `seed`, uploaded on `stream`: device buffers are appended to
+// `keep` (freed by the caller once all threads are done: cudaFree would synchronise the device).
+struct Prepared {
+  Spec s{};
+  HostMatrix A, B, D, C, bias, R;
+  GemmDesc d;
+  GemmOperands ops;
+  Outcome out;
+};
+
+Prepared prepare(const Spec& s, std::uint64_t seed, cudaStream_t stream, std::vector<void*>& keep) {
+  Prepared p;
+  p.s = s;
+  p.out.tol = tolerance(math_of(s), s.out);
+  Rng rng(seed);
+  const bool a_row = s.la == Layout::row, b_row = s.lb == Layout::row;
+  // Padded leading dimensions (still 16-byte multiples) and guard bands around every buffer.
+  p.A = host_matrix(storage(s.ab, s.m, s.k, a_row, 8), &rng);
+  p.B = host_matrix(storage(s.ab, s.k, s.n, b_row, 8), &rng);
+  p.D = host_matrix(storage(s.out, s.m, s.n, true, 8), nullptr);
+  if (s.ep.beta != 0.0f) p.C = host_matrix(storage(s.out, s.m, s.n, true, 16), &rng);
+  if (s.ep.bias) p.bias = host_matrix(storage(s.out, 1, s.n, true), &rng);
+  if (s.ep.residual) p.R = host_matrix(storage(s.out, s.m, s.n, true, 24), &rng);
+  for (HostMatrix* m : {&p.A, &p.B, &p.D, &p.C, &p.bias, &p.R}) {
+    if (m->image.empty()) continue;
+    if (p.out.cuda_error = cuda_err(cudaMalloc(&m->dev, m->image.size()), "cudaMalloc"); !p.out.cuda_error.empty()) return p;
+    keep.push_back(m->dev);
+    p.out.cuda_error = cuda_err(cudaMemcpyAsync(m->dev, m->image.data(), m->image.size(), cudaMemcpyHostToDevice, stream),
+                                "cudaMemcpyAsync H2D");
+    if (!p.out.cuda_error.empty()) return p;
+  }
+  GemmDesc& d = p.d;
+  d = desc_of(s);
+  d.lda = p.A.st.ld;
+  d.ldb = p.B.st.ld;
+  d.ldd = p.D.st.ld;
+  p.ops.a = p.A.data();
+  p.ops.b = p.B.data();
+  p.ops.d = p.D.data();
+  if (p.C.dev) {
+    p.ops.c = p.C.data();
+    d.ldc = p.C.st.ld;
+  }
+  if (p.bias.dev) p.ops.bias = p.bias.data();
+  if (p.R.dev) {
+    p.ops.residual = p.R.data();
+    d.ldr = p.R.st.ld;
+  }
+  p.out.what = std::string(s.label) + ": " + describe(d);
+  return p;
+}
+
+// ktune::gemm on `stream` (the tuned path: tunes the key on first use, then a lookup), then the result
+// against a float64 reference.
+Outcome execute(const Prepared& p, cudaStream_t stream) {
+  Outcome out = p.out;
+  if (!out.cuda_error.empty()) return out;
+  const Spec& s = p.s;
+  (void)(out.status = gemm(p.d, p.ops, stream));
+  out.ran = true;
+  std::vector<unsigned char> img(p.D.image.size());
+  if (out.status.ok())
+    out.cuda_error = cuda_err(cudaMemcpyAsync(img.data(), p.D.dev, img.size(), cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync D2H");
+  if (const std::string e = cuda_err(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); out.cuda_error.empty())
+    out.cuda_error = e;
+  if (!out.status.ok() || !out.cuda_error.empty()) return out;
+  std::vector<double> acc(static_cast<std::size_t>(s.m * s.n), 0.0);
+  for (std::int64_t i = 0; i < s.m; ++i)
+    for (std::int64_t k = 0; k < s.k; ++k) {
+      const double a = p.A.vals[static_cast<std::size_t>(i * s.k + k)];
+      for (std::int64_t j = 0; j < s.n; ++j)
+        acc[static_cast<std::size_t>(i * s.n + j)] += a * p.B.vals[static_cast<std::size_t>(k * s.n + j)];
+    }
+  const std::vector<double> ref = reference_epilogue(acc, s.m, s.n, s.ep, p.C.dev ? &p.C.vals : nullptr,
+                                                     p.bias.dev ? &p.bias.vals : nullptr, p.R.dev ? &p.R.vals : nullptr);
+  out.check = check_image(p.D.st, img, ref);
+  return out;
+}
+
+Outcome run_one(const Spec& s, std::uint64_t seed, cudaStream_t stream, std::vector<void*>& keep) {
+  return execute(prepare(s, seed, stream, keep), stream);
+}
+
+void check_outcome(const Outcome& o, const std::string& who) {
+  CAPTURE(who);
+  CAPTURE(o.what);
+  CHECK_MESSAGE(o.cuda_error.empty(), o.cuda_error);
+  CHECK_MESSAGE(o.status.ok(), o.status.to_string());
+  if (o.status.ok() && o.cuda_error.empty()) CHECK_MESSAGE(o.check.ok(o.tol), o.check.summary());
+}
+
+// Spins on one thread until *flag becomes non-zero or `timeout_ns` passed; writes 1 (saw the flag) or 0.
+__global__ void spin_until_flag(const volatile int* flag, unsigned long long timeout_ns, int* result) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  int seen = 0;
+  do {
+    if (*flag != 0) {
+      seen = 1;
+      break;
+    }
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < timeout_ns);
+  *result = seen;
+}
+
+}  // namespace
+
+TEST_CASE("concurrency GPU: 16 threads x several streams, mixed and shared keys through the tuned API, every result checked") {
+  int devices = 0;
+  KT_CUDA(cudaGetDeviceCount(&devices));
+  int original = 0;
+  KT_CUDA(cudaGetDevice(&original));
+  std::vector<Spec> kinds;
+  for (const Spec& s : specs()) {
+    std::string why;
+    if (servable(s, why)) kinds.push_back(s);
+    else MESSAGE("not served by this build/device, left out: " << s.label << " (" << why << ")");
+  }
+  REQUIRE(kinds.size() >= 2);
+  constexpr int kThreads = 16, kStreamsPerDevice = 4, kRounds = 4;
+  std::vector<std::vector<cudaStream_t>> streams(static_cast<std::size_t>(devices));
+  for (int g = 0; g < devices; ++g) {
+    KT_CUDA(cudaSetDevice(g));
+    for (int i = 0; i < kStreamsPerDevice; ++i) {
+      cudaStream_t st = nullptr;
+      KT_CUDA(cudaStreamCreateWithFlags(&st, i % 2 == 0 ? cudaStreamNonBlocking : cudaStreamDefault));
+      streams[static_cast<std::size_t>(g)].push_back(st);
+    }
+  }
+  KT_CUDA(cudaSetDevice(original));
+  const auto tunings_before = default_tuner().counters().tunings;
+
+  std::vector<std::vector<Outcome>> outcomes(kThreads);
+  std::vector<std::vector<void*>> buffers(kThreads);
+  std::vector<std::string> thread_errors(kThreads);
+  std::latch start(kThreads);
+  std::vector<std::thread> threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      const int g = t % devices;
+      if (cudaSetDevice(g) != cudaSuccess) {
+        thread_errors[static_cast<std::size_t>(t)] = "cudaSetDevice failed";
+        start.count_down();
+        return;
+      }
+      start.arrive_and_wait();  // all threads call ktune::gemm at once: new keys, several on the same one
+      for (int r = 0; r < kRounds; ++r) {
+        // Round 0: threads t and t + kinds.size() (and so on) share a key; later rounds mix them.
+        const Spec& s = kinds[static_cast<std::size_t>(t + 3 * r) % kinds.size()];
+        cudaStream_t st = streams[static_cast<std::size_t>(g)][static_cast<std::size_t>(t + r) % kStreamsPerDevice];
+        const std::uint64_t seed = 1000 + 97 * static_cast<std::uint64_t>(t) + static_cast<std::uint64_t>(r);
+        outcomes[static_cast<std::size_t>(t)].push_back(run_one(s, seed, st, buffers[static_cast<std::size_t>(t)]));
+      }
+    });
+  for (auto& th : threads) th.join();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto tunings = default_tuner().counters().tunings - tunings_before;
+  MESSAGE(kThreads << " threads x " << kRounds << " calls on " << devices << " GPU(s) x " << kStreamsPerDevice
+                   << " streams, " << kinds.size() << " keys: " << tunings << " keys tuned, " << secs << " s");
+
+  for (int t = 0; t < kThreads; ++t) {
+    CHECK_MESSAGE(thread_errors[static_cast<std::size_t>(t)].empty(), thread_errors[static_cast<std::size_t>(t)]);
+    CHECK(outcomes[static_cast<std::size_t>(t)].size() == static_cast<std::size_t>(kRounds));
+    for (std::size_t r = 0; r < outcomes[static_cast<std::size_t>(t)].size(); ++r)
+      check_outcome(outcomes[static_cast<std::size_t>(t)][r], "thread " + std::to_string(t) + " round " + std::to_string(r));
+  }
+  // Each key is tuned at most once per device, however many threads met it first at the same time.
+  CHECK(tunings <= kinds.size() * static_cast<std::size_t>(devices));
+  for (int g = 0; g < devices; ++g) {
+    KT_CUDA(cudaSetDevice(g));
+    KT_CUDA(cudaDeviceSynchronize());
+    for (cudaStream_t st : streams[static_cast<std::size_t>(g)]) KT_CUDA(cudaStreamDestroy(st));
+  }
+  for (auto& list : buffers)
+    for (void* p : list) cudaFree(p);
+  KT_CUDA(cudaSetDevice(original));
+}
+
+TEST_CASE("concurrency GPU: tuning a new key neither waits for another stream's work nor disturbs it") {
+  const Spec warm{"f16 tn warm-up", DType::f16, Compute::f32, Layout::row, Layout::col, 520, 392, 264, DType::f16, {}};
+  const Spec fresh{"f16 tn new key", DType::f16, Compute::f32, Layout::row, Layout::col, 328, 200, 136, DType::f16,
+                   bias_activation(Activation::relu)};
+  std::string why;
+  if (!servable(warm, why)) {
+    MESSAGE("no f16 tn instance: " << why);
+    return;
+  }
+  // Lazy module loading may synchronise the context when a kernel is first used; a kernel that spins
+  // until the host says so would then never see it. Load every instance now, as a long-running
+  // application would have.
+  for (const auto& e : gemm_table().entries()) {
+    cudaFuncAttributes attr{};
+    if (e.attributes != nullptr && e.attributes(&attr) != cudaSuccess) (void)cudaGetLastError();
+  }
+  // Blocking streams (cudaStreamDefault): anything on the legacy default stream, a device-wide
+  // synchronisation or a cudaFree would wait for the spinning kernel.
+  cudaStream_t busy = nullptr, caller = nullptr;
+  KT_CUDA(cudaStreamCreateWithFlags(&busy, cudaStreamDefault));
+  KT_CUDA(cudaStreamCreateWithFlags(&caller, cudaStreamDefault));
+  std::vector<void*> keep;
+  // Tune a larger key of the same kind on `busy` first: the tuner's scratch pool and the workspace slot
+  // of `busy` already have their size (growing them is an allocation, which may synchronise).
+  const Outcome w = run_one(warm, 11, busy, keep);
+  check_outcome(w, "warm-up on the busy stream");
+  const Outcome w2 = run_one(warm, 12, caller, keep);
+  check_outcome(w2, "warm-up on the caller's stream");
+
+  // Everything the window below needs is allocated and uploaded first.
+  const Prepared behind_p = prepare(warm, 13, busy, keep);
+  const Prepared fresh_p = prepare(fresh, 14, caller, keep);
+  int* flag = nullptr;
+  int* dflag = nullptr;
+  int* dresult = nullptr;
+  KT_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&flag), sizeof(int), cudaHostAllocMapped));
+  KT_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dflag), flag, 0));
+  KT_CUDA(cudaMalloc(&dresult, sizeof(int)));
+  KT_CUDA(cudaMemset(dresult, 0xff, sizeof(int)));
+  KT_CUDA(cudaDeviceSynchronize());
+  *reinterpret_cast<volatile int*>(flag) = 0;
+  const auto tunings_before = default_tuner().counters().tunings;
+
+  // `busy`: a kernel that spins until the host sets the flag (5 s at most), then, from another thread,
+  // a GEMM of the tuned key queued behind it.
+  constexpr unsigned long long kTimeoutNs = 5'000'000'000ull;
+  spin_until_flag<<<1, 1, 0, busy>>>(dflag, kTimeoutNs, dresult);
+  KT_CUDA(cudaGetLastError());
+  std::atomic<bool> behind_done{false};
+  Outcome behind;
+  std::thread other([&] {
+    behind = execute(behind_p, busy);  // waits for the spinner; its result must still be right
+    behind_done = true;
+  });
+  // Let the other thread queue its GEMM behind the spinner, then tune a new key on `caller`.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto t0 = std::chrono::steady_clock::now();
+  const Outcome f = execute(fresh_p, caller);
+  const double tune_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const bool behind_finished_early = behind_done.load();
+  *reinterpret_cast<volatile int*>(flag) = 1;  // release the spinner
+  other.join();
+  KT_CUDA(cudaStreamSynchronize(busy));
+  int result = -1;
+  KT_CUDA(cudaMemcpy(&result, dresult, sizeof(int), cudaMemcpyDeviceToHost));
+  const auto tuned = default_tuner().counters().tunings - tunings_before;
+  MESSAGE("new key tuned in " << tune_s << " s while the other stream was busy; tunings: " << tuned);
+
+  check_outcome(f, "the new key, tuned while the other stream was busy");
+  CHECK_MESSAGE(tuned == 1, "the new key was expected to be tuned now (was it tuned before?)");
+  // The spinner saw the flag: tuning (and the new key's GEMM) finished while `busy` was still spinning.
+  CHECK_MESSAGE(result == 1, "tuning a new key waited for another stream's kernel (the spinner timed out after 5 s)");
+  CHECK_FALSE(behind_finished_early);  // the GEMM queued behind the spinner did wait for it
+  check_outcome(behind, "the GEMM queued on the busy stream behind the spinner");
+
+  KT_CUDA(cudaDeviceSynchronize());
+  for (void* p : keep) cudaFree(p);
+  cudaFree(dresult);
+  cudaFreeHost(flag);
+  KT_CUDA(cudaStreamDestroy(busy));
+  KT_CUDA(cudaStreamDestroy(caller));
+}
