@@ -10,8 +10,16 @@
 
 namespace ktune {
 
-struct TileShape { int m, n, k; };   // threadblock tile BM×BN×BK
-struct WarpShape { int m, n; };      // per-warp tile WM×WN (wgmma instances: per consumer warpgroup)
+// Both compare member-wise, so GemmConfig's and ConvConfig's defaulted == are usable (without them
+// those are implicitly deleted).
+struct TileShape {  // threadblock tile BM×BN×BK
+  int m, n, k;
+  friend constexpr bool operator==(const TileShape&, const TileShape&) = default;
+};
+struct WarpShape {  // per-warp tile WM×WN (wgmma instances: per consumer warpgroup)
+  int m, n;
+  friend constexpr bool operator==(const WarpShape&, const WarpShape&) = default;
+};
 
 struct GemmConfig {
   int arch_cc = 80;                  // lowest architecture the instance is built and pruned for
