@@ -55,7 +55,15 @@ struct GemmKernelEntry {
   // Workspace bytes a launch with these options needs (nullptr: the instance never needs any and
   // supports only split_k = 1). `desc` is resolved.
   std::size_t (*workspace_size)(const GemmDesc&, const GemmLaunchOptions&) = nullptr;
+  // Routes (gemm/route/): entries that prepare the operands and then run another entry. `implements`
+  // replaces can_implement's configuration checks; `extra_traffic` is the memory traffic (bytes) the
+  // route adds to its inner instance's, which the cost model charges. Both null for kernel instances.
+  Status (*implements)(const GemmDesc&, const GemmAlignment&, const DeviceInfo*) = nullptr;
+  double (*extra_traffic)(const GemmDesc&) = nullptr;
 };
+
+// Is this entry a route (gemm/route/: operands prepared, then another entry runs) or a kernel instance?
+inline bool is_route(const GemmKernelEntry& e) { return e.implements != nullptr; }
 
 // Launch options this instance accepts for this problem (checked before anything is launched).
 inline Status check_launch_options(const GemmKernelEntry& e, const GemmLaunchOptions& o) {
@@ -96,6 +104,7 @@ inline Status check_workspace(const GemmKernelEntry& e, const GemmDesc& d, const
 // Can this instance run this (already validated) problem on this device? The reason says why not.
 inline Status can_implement(const GemmKernelEntry& e, const GemmDesc& d, const GemmAlignment& al,
                             const DeviceInfo* dev) {
+  if (e.implements != nullptr) return e.implements(d, al, dev);
   const GemmConfig& c = e.config;
   if (!math_implements(c.math, required_math(d)))
     return error(StatusCode::unsupported, "instance computes " + std::string(to_string(c.math)) + ", problem needs " +

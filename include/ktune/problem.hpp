@@ -199,6 +199,18 @@ inline Status validate(const GemmDesc& d0, const GemmOperands& ops) {
     return invalid("residual partially overlaps D (it may alias D exactly, with ldr == ldd)");
   if (d.epilogue.residual && ops.residual == ops.d && d.ldr != d.ldd) return invalid("residual aliases D but ldr != ldd");
   if (d.epilogue.bias && overlaps(ops.d, d_bytes, ops.bias, bias_bytes)) return invalid("D overlaps bias");
+  // A caller's workspace is scratch the kernel writes: it must not overlap any operand.
+  if (ops.workspace == nullptr && ops.workspace_bytes != 0)
+    return invalid("workspace_bytes is " + std::to_string(ops.workspace_bytes) + " but workspace is null");
+  if (ops.workspace != nullptr) {
+    constexpr auto max_bytes = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
+    const auto w_bytes = static_cast<std::int64_t>(std::min(ops.workspace_bytes, max_bytes));
+    if (ops.workspace_bytes > max_bytes || !detail::fits_address_space(ops.workspace, w_bytes))
+      return invalid("workspace does not fit in the address space (workspace_bytes " + std::to_string(ops.workspace_bytes) + ")");
+    for (const auto& x : extents)
+      if (x.bytes > 0 && x.p != nullptr && overlaps(ops.workspace, w_bytes, x.p, x.bytes))
+        return invalid("workspace overlaps " + std::string(x.name));
+  }
   return {};
 }
 

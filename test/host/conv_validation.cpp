@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "ktune/conv.hpp"
@@ -286,4 +287,87 @@ TEST_CASE("conv2d(): invalid input is reported before the device is looked at; n
   const Status s = conv2d(conv_desc(), conv_ops());
   CAPTURE(s.to_string());
   CHECK(s.code() == StatusCode::no_device);
+}
+
+TEST_CASE("conv validate: enum values outside their enumerations are invalid arguments, named in the message") {
+  Conv2dDesc d = conv_desc();
+  d.type = static_cast<DType>(7);
+  check_status(validate(d, conv_ops()), StatusCode::invalid_argument, "unknown element type (DType value 7 for x and w");
+  d = conv_desc();
+  d.out_type = static_cast<DType>(0xF3);
+  check_status(validate(d, conv_ops()), StatusCode::invalid_argument, "243 for y, bias and residual");
+  d = conv_desc();
+  d.epilogue.activation = static_cast<Activation>(5);
+  check_status(validate(d, conv_ops()), StatusCode::invalid_argument, "unknown activation (Activation value 5)");
+  // Before the sizes: a corrupt descriptor is reported for what is corrupt.
+  d.n = 0;
+  check_status(validate(d, conv_ops()), StatusCode::invalid_argument, "unknown activation");
+  // f32 activations remain a known but unsupported type.
+  d = conv_desc();
+  d.type = DType::f32;
+  CHECK(validate(d, conv_ops()).code() == StatusCode::unsupported);
+  // conv2d() reports it before looking for a device.
+  d.type = static_cast<DType>(3);
+  CHECK(conv2d(d, conv_ops()).code() == StatusCode::invalid_argument);
+}
+
+TEST_CASE("conv validate: sizes whose products overflow 64 bits are rejected, not computed") {
+  // Every value below 2^30 (accepted one by one), their products far beyond 2^63: N·P·Q·K, N·H·W·C and
+  // R·S·C·K each overflow int64 when multiplied naively.
+  Conv2dDesc d = conv_desc();
+  const std::int64_t big = (std::int64_t{1} << 30) - 1;
+  d.n = d.h = d.w = d.c = d.k = big;
+  d.r = d.s = 3;
+  Conv2dOperands o;
+  o.x = caddr(std::uintptr_t{1} << 44);
+  o.w = caddr(std::uintptr_t{2} << 44);
+  o.y = cmaddr(std::uintptr_t{3} << 44);
+  o.bias = caddr(std::uintptr_t{4} << 44);
+  check_status(validate(d, o), StatusCode::invalid_argument, "exceeds 2^31 elements");
+  check_status(validate(d, o), StatusCode::invalid_argument, "2^63 or more");
+  // Large filters: R·S·C overflows, with a small image and huge padding so the output exists.
+  d = conv_desc();
+  d.r = d.s = big;
+  d.c = big;
+  d.pad_h = d.pad_w = big / 2 + 1;
+  check_status(validate(d, o), StatusCode::invalid_argument, "exceeds 2^31 elements");
+  // Each product of two fits; the padded x alone exceeds 2^31 elements.
+  d = conv_desc();
+  d.n = 1;
+  d.h = d.w = 1 << 16;
+  d.c = 1;
+  check_status(validate(d, o), StatusCode::invalid_argument, "x (padded)");
+}
+
+TEST_CASE("conv_shape and conv_output_size saturate instead of overflowing") {
+  constexpr std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  // conv_output_size of extreme arguments: no overflow in in + 2·pad or dil·(filter − 1).
+  CHECK(conv_output_size(max, 1, 0, 1, 1) == max);
+  CHECK(conv_output_size(max, 3, max, 1, 1) > 0);  // padded extent saturates: large, not negative
+  CHECK(conv_output_size(10, max, 0, 1, 1) == 0);  // the filter cannot fit
+  CHECK(conv_output_size(10, 3, 0, 1, max) == 0);  // nor can a huge dilation
+  CHECK(conv_output_size(10, 2, 0, max, 1) == 1);  // one output position, whatever the stride
+  // conv_shape of a descriptor validate() would reject: clamped, never wrapped to small or negative values.
+  Conv2dDesc d = conv_desc();
+  d.n = d.h = d.w = d.c = d.k = std::int64_t{1} << 40;
+  const ConvShape s = conv_shape(d);
+  CHECK(s.x_elems == max);
+  CHECK(s.m == max);
+  CHECK(s.y_elems == max);
+  CHECK(s.kgemm == 9 * (std::int64_t{1} << 40));
+  CHECK(s.w_elems == max);
+  d = conv_desc();
+  d.n = -4;  // a non-positive factor gives 0, not a negative size
+  CHECK(conv_shape(d).m == 0);
+  CHECK(conv_shape(d).x_elems == 0);
+  // Exact for valid problems (unchanged arithmetic).
+  const ConvShape v = conv_shape(conv_desc());
+  CHECK(v.p == 56);
+  CHECK(v.m == 2 * 56 * 56);
+  CHECK(v.kgemm == 9 * 64);
+  CHECK(v.y_elems == 2 * 56 * 56 * 64);
+  // alignment_of does not multiply R·S·C unchecked either.
+  d = conv_desc();
+  d.r = d.s = d.c = std::int64_t{1} << 30;
+  CHECK(alignment_of(d, conv_ops()).w >= 1);
 }

@@ -57,7 +57,7 @@ GemmDesc desc(std::int64_t m, std::int64_t n, std::int64_t k, DType ab, Layout l
 
 const GemmKernelEntry* find_entry(const std::function<bool(const GemmConfig&, const GemmResources&)>& pred) {
   for (const auto& e : gemm_table().entries())
-    if (pred(e.config, e.resources)) return &e;
+    if (!is_route(e) && pred(e.config, e.resources)) return &e;  // kernel instances only
   return nullptr;
 }
 
@@ -77,7 +77,7 @@ bool serves(MathOp m, MathOp kind) {
 int count_entries(MathOp kind, Layout la, Layout lb, int min_align = 1, const DeviceInfo* dev = nullptr) {
   int n = 0;
   for (const auto& e : gemm_table().entries())
-    n += serves(e.config.math, kind) && e.config.a_layout == la && e.config.b_layout == lb &&
+    n += !is_route(e) && serves(e.config.math, kind) && e.config.a_layout == la && e.config.b_layout == lb &&
                  e.config.align >= min_align && (dev == nullptr || e.config.arch_cc <= dev->cc)
              ? 1
              : 0;
@@ -137,7 +137,7 @@ TEST_CASE("can_implement: shared memory beyond the device's opt-in limit") {
   // The largest-smem instance of the table, checked against a device that is 1 KB short of it.
   const GemmKernelEntry* big = nullptr;
   for (const auto& e : gemm_table().entries())
-    if (big == nullptr || e.resources.smem_bytes > big->resources.smem_bytes) big = &e;
+    if (!is_route(e) && (big == nullptr || e.resources.smem_bytes > big->resources.smem_bytes)) big = &e;
   REQUIRE(big != nullptr);
   CAPTURE(big->name);
   const int need = big->resources.smem_bytes;
@@ -164,6 +164,7 @@ TEST_CASE("can_implement: on sm86 (99 KB opt-in) exactly the instances within 99
   for (const auto& e : gemm_table().entries()) {
     const GemmConfig& c = e.config;
     if (c.arch_cc > 86) continue;  // built for a later architecture: refused for that reason
+    if (is_route(e)) continue;     // routes refuse aligned problems (test/host/route_test.cpp)
     const GemmDesc d = resolved(desc(4096, 4096, 4096, c.operand(), c.a_layout, c.b_layout, DType::f32,
                                      c.operand() == DType::f32 && uses_tensor_cores(c.math) ? Compute::tf32 : Compute::f32));
     const Status s = can_implement(e, d, GemmAlignment{8, 8, 8}, &sm86dev);
@@ -185,17 +186,22 @@ TEST_CASE("candidates: all matching entries, one why-not line per other entry") 
     CHECK(e->config.a_layout == Layout::row);
     CHECK(e->config.b_layout == Layout::col);
   }
-  for (const auto& line : why) CHECK(line.rfind("ktune_gemm_", 0) == 0);
-  // Alignment 2 leaves the 2- and 1-element instances, alignment 1 only the 1-element one.
-  const auto c2 = gemm_table().candidates(d, GemmAlignment{2, 2, 2}, &h200);
+  for (const auto& line : why) CHECK((line.rfind("ktune_gemm_", 0) == 0 || line.rfind("route_repack+", 0) == 0));
+  // Alignment 2 leaves the 2- and 1-element instances (and the repack routes, which copy the operands
+  // into aligned scratch), alignment 1 only the 1-element one (and the routes).
+  auto instances = [](std::vector<const GemmKernelEntry*> v) {
+    std::erase_if(v, [](const GemmKernelEntry* e) { return is_route(*e); });
+    return v;
+  };
+  const auto c2 = instances(gemm_table().candidates(d, GemmAlignment{2, 2, 2}, &h200));
   CHECK(c2.size() == static_cast<std::size_t>(count_entries(MathOp::mma_bf16, Layout::row, Layout::col, 1, &h200) -
                                               count_entries(MathOp::mma_bf16, Layout::row, Layout::col, 4, &h200)));
   for (const auto* e : c2) CHECK(e->config.align <= 2);
-  const auto c1 = gemm_table().candidates(d, GemmAlignment{1, 1, 1}, &h200);
+  const auto c1 = instances(gemm_table().candidates(d, GemmAlignment{1, 1, 1}, &h200));
   REQUIRE(c1.size() >= 1);
   for (const auto* x : c1) CHECK(x->config.align == 1);
   // No device: only math, layout and alignment count. A pre-Ampere device: nothing.
-  CHECK(gemm_table().candidates(d, GemmAlignment{8, 8, 8}, nullptr).size() ==
+  CHECK(instances(gemm_table().candidates(d, GemmAlignment{8, 8, 8}, nullptr)).size() ==
         static_cast<std::size_t>(count_entries(MathOp::mma_bf16, Layout::row, Layout::col)));
   const DeviceInfo turing = fake_device(75, 64 * 1024);
   CHECK(gemm_table().candidates(d, GemmAlignment{8, 8, 8}, &turing).empty());
@@ -221,25 +227,38 @@ TEST_CASE("select_gemm: an aligned bf16 problem gets a 16-byte-vector instance o
 }
 
 TEST_CASE("select_gemm: odd K (or odd leading dimensions) selects a narrow-vector instance") {
+  // Without the repack routes (which the cost model prefers for large unaligned problems: see
+  // test/host/route_test.cpp), the narrow-vector instances serve these problems.
+  GemmTable no_routes;
+  for (const auto& x : gemm_table().entries())
+    if (!is_route(x)) no_routes.add(x);
+  auto pick = [&](const GemmDesc& d) -> const GemmKernelEntry* {
+    const GemmKernelEntry* e = nullptr;
+    return select_gemm(d, fake_ops(), no_routes, h200, {}, e).ok() ? e : nullptr;
+  };
   // K = 4095: row-major A and column-major B have odd rows.
-  const GemmKernelEntry* e = select(desc(4096, 4096, 4095, DType::bf16, Layout::row, Layout::col));
+  const GemmKernelEntry* e = pick(desc(4096, 4096, 4095, DType::bf16, Layout::row, Layout::col));
   REQUIRE(e != nullptr);
   CAPTURE(e->name);
   CHECK(serves(e->config.math, MathOp::mma_bf16));
   CHECK(e->config.align == 1);
+  // With them, a repack route (its inner instance loads 16-byte vectors from the scratch).
+  const GemmKernelEntry* r = select(desc(4096, 4096, 4095, DType::bf16, Layout::row, Layout::col));
+  REQUIRE(r != nullptr);
+  CHECK(is_route(*r));
   // K = 4094: 2-element vectors are possible.
-  const GemmKernelEntry* e2 = select(desc(4096, 4096, 4094, DType::f16, Layout::row, Layout::col));
+  const GemmKernelEntry* e2 = pick(desc(4096, 4096, 4094, DType::f16, Layout::row, Layout::col));
   REQUIRE(e2 != nullptr);
   CAPTURE(e2->name);
   CHECK(e2->config.align <= 2);
   // Odd K with column-major A and row-major B does not matter (K is not contiguous there).
-  const GemmKernelEntry* e3 = select(desc(4096, 4096, 4095, DType::f16, Layout::col, Layout::row));
+  const GemmKernelEntry* e3 = pick(desc(4096, 4096, 4095, DType::f16, Layout::col, Layout::row));
   REQUIRE(e3 != nullptr);
   CHECK(e3->config.align == 8);
   // An odd lda forces 1-element vectors again.
   GemmDesc d = desc(4096, 4096, 4096, DType::f16, Layout::col, Layout::row);
   d.lda = 4097;
-  const GemmKernelEntry* e4 = select(d);
+  const GemmKernelEntry* e4 = pick(d);
   REQUIRE(e4 != nullptr);
   CHECK(e4->config.align == 1);
 }
@@ -328,7 +347,7 @@ TEST_CASE("select_gemm: argument errors come first, then table errors") {
   // A table with only 16-byte-vector instances cannot run odd K.
   GemmTable aligned_only;
   for (const auto& x : gemm_table().entries())
-    if (x.config.align == 8) aligned_only.add(x);
+    if (x.config.align == 8 && !is_route(x)) aligned_only.add(x);
   s = select_gemm(desc(64, 64, 63, DType::f16, Layout::row, Layout::col), fake_ops(), aligned_only, h200, {}, e);
   CHECK(s.code() == StatusCode::misaligned);
   CHECK(s.message().find("A allows 1-element vectors") != std::string::npos);
@@ -371,8 +390,11 @@ TEST_CASE("select_gemm: on Hopper the heuristic prefers wgmma, elsewhere mma.syn
   const GemmKernelEntry* ampere = select(big, &s, fake_device(80, 163 * 1024));
   REQUIRE(ampere != nullptr);
   CHECK(ampere->config.math == MathOp::mma_bf16);
-  // TMA needs 16-byte rows: an odd K falls back to an mma.sync instance on Hopper too.
+  // TMA needs 16-byte rows: an odd K is served by a repack route (copy into aligned scratch, then
+  // wgmma) rather than by an mma.sync instance with narrow vectors.
   const GemmKernelEntry* odd = select(desc(4096, 4096, 4095, DType::bf16, Layout::row, Layout::col), &s, h200);
   REQUIRE(odd != nullptr);
-  CHECK(odd->config.math == MathOp::mma_bf16);
+  CAPTURE(odd->name);
+  CHECK(is_route(*odd));
+  CHECK(is_wgmma(odd->config.math));
 }

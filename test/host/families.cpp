@@ -136,7 +136,8 @@ TEST_CASE("families: parameter-space sizes and survivor counts of the default fa
   // The registered families are exactly the listed ones.
   std::set<std::string_view> listed, registered;
   for_each_family(DefaultFamilies{}, [&]<class F>() { listed.insert(F::name); });
-  for (const auto& e : gemm_table().entries()) registered.insert(e.family);
+  for (const auto& e : gemm_table().entries())
+    if (!is_route(e)) registered.insert(e.family);  // routes are no family (test/host/route_test.cpp)
   for (std::string_view r : registered) CHECK_MESSAGE(listed.count(r) == 1, "family " << r << " is registered but not listed in test/host/families.cpp");
   for (std::string_view l : listed) CHECK_MESSAGE(registered.count(l) == 1, "family " << l << " is listed but has no registered instance");
 }
@@ -183,13 +184,22 @@ TEST_CASE("families: enumeration order is maths, layouts, tiles, warps, stages, 
 TEST_CASE("table: holds exactly the survivors of the default families") {
   std::size_t expected = 0;
   for_each_family(DefaultFamilies{}, [&]<class F>() { expected += valid_count<F>; });
-  CHECK(gemm_table().size() == expected);
+  const auto& es = gemm_table().entries();
+  CHECK(static_cast<std::size_t>(std::count_if(es.begin(), es.end(), [](const GemmKernelEntry& e) { return !is_route(e); })) ==
+        expected);
   for_each_family(DefaultFamilies{}, []<class F>() { check_family_registered<F>(); });
 }
 
 TEST_CASE("table: every entry is valid for its architecture and its model numbers are self-consistent") {
   for (const auto& e : gemm_table().entries()) {
     CAPTURE(e.name);
+    // A route carries its inner instance's configuration and resources; its name is a prefix + the
+    // inner instance's name (test/host/route_test.cpp checks the rest).
+    if (is_route(e)) {
+      CHECK(validate(e.config, *arch_for_cc(e.config.arch_cc)).ok());
+      CHECK(e.name.substr(e.name.find('+') + 1) == instance_name(e.config).view());
+      continue;
+    }
     const ArchTraits* arch = arch_for_cc(e.config.arch_cc);
     REQUIRE(arch != nullptr);
     CHECK(arch->cc == e.config.arch_cc);
@@ -211,8 +221,9 @@ TEST_CASE("table: names are unique, stable, readable and null-terminated") {
   for (const auto& e : gemm_table().entries()) {
     CAPTURE(e.name);
     CHECK(names.insert(e.name).second);
-    CHECK(e.name.rfind("ktune_gemm_sm" + std::to_string(e.config.arch_cc) + "_", 0) == 0);
-    CHECK(e.name.size() < 80);
+    const std::string_view own = is_route(e) ? e.name.substr(e.name.find('+') + 1) : e.name;  // routes: prefix+instance
+    CHECK(own.rfind("ktune_gemm_sm" + std::to_string(e.config.arch_cc) + "_", 0) == 0);
+    CHECK(own.size() < 80);
     CHECK(e.name.data()[e.name.size()] == '\0');  // usable as GemmOptions::instance
   }
   // Exact names other code (caches, users, docs) refers to.

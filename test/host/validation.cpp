@@ -257,6 +257,53 @@ TEST_CASE("validate: the residual may alias D exactly; the bias must not overlap
   check_invalid(validate(d, o), StatusCode::invalid_argument, "D overlaps bias");
 }
 
+TEST_CASE("validate: a caller's workspace must not overlap any operand, and its size needs a pointer") {
+  GemmDesc d = desc(64, 64, 64);  // A, B and D span 8192 bytes each
+  d.epilogue.beta = 1.0f;
+  d.epilogue.bias = true;
+  d.epilogue.residual = true;
+  GemmOperands o = ops();
+  constexpr std::uintptr_t kWork = 0x70000000;
+  o.workspace = maddr(kWork);
+  o.workspace_bytes = 1 << 20;
+  CHECK(validate(d, o).ok());
+  o.workspace = nullptr;  // none: ktune::gemm() takes one from its pool
+  o.workspace_bytes = 0;
+  CHECK(validate(d, o).ok());
+  o.workspace_bytes = 4096;  // a size without a pointer
+  check_invalid(validate(d, o), StatusCode::invalid_argument, "workspace is null");
+  // Overlaps: the workspace ends inside an operand, starts inside one, or is one.
+  const struct {
+    const char* name;
+    std::uintptr_t at;
+  } operands[] = {{"A", kA}, {"B", kB}, {"C", kC}, {"D", kD}, {"residual", kRes}, {"bias", kBias}};
+  for (const auto& x : operands) {
+    CAPTURE(x.name);
+    o = ops();
+    o.workspace_bytes = 4096;
+    o.workspace = maddr(x.at - 4096 + 16);
+    check_invalid(validate(d, o), StatusCode::invalid_argument, std::string("workspace overlaps ") + x.name);
+    o.workspace = maddr(x.at + 64);
+    check_invalid(validate(d, o), StatusCode::invalid_argument, std::string("workspace overlaps ") + x.name);
+    o.workspace = maddr(x.at - 4096);  // ends right where the operand starts: fine
+    CHECK(validate(d, o).ok());
+  }
+  // C, bias and residual count only when the epilogue reads them.
+  d = desc(64, 64, 64);
+  o = ops();
+  o.workspace = maddr(kC);
+  o.workspace_bytes = 4096;
+  CHECK(validate(d, o).ok());
+  // A workspace running past the end of the address space, or a size beyond 2^63.
+  o = ops();
+  o.workspace = maddr(UINTPTR_MAX - 255);
+  o.workspace_bytes = 4096;
+  check_invalid(validate(d, o), StatusCode::invalid_argument, "workspace does not fit in the address space");
+  o.workspace = maddr(kA + (std::uintptr_t{1} << 40));
+  o.workspace_bytes = std::numeric_limits<std::size_t>::max();
+  check_invalid(validate(d, o), StatusCode::invalid_argument, "workspace does not fit in the address space");
+}
+
 TEST_CASE("validate: clamp bounds must not be empty") {
   GemmDesc d = desc();
   d.epilogue.clamp = true;

@@ -12,6 +12,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "ktune/epilogue/spec.hpp"
@@ -41,16 +42,40 @@ struct Conv2dOperands {
   const void* residual = nullptr;  // N×P×Q×K, when epilogue.residual (may alias y exactly)
 };
 
+namespace detail {
+// Size arithmetic that cannot overflow: a product or sum of non-negative values saturates at INT64_MAX,
+// and a non-positive factor gives 0. The sizes of a problem validate() rejects are meaningless but
+// never undefined behaviour; validate() compares them against the 32-bit limits.
+constexpr std::int64_t size_max = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
+  if (a <= 0 || b <= 0) return 0;
+  return a > size_max / b ? size_max : a * b;
+}
+constexpr std::int64_t sat_mul(std::int64_t a, std::int64_t b, std::int64_t c) { return sat_mul(sat_mul(a, b), c); }
+constexpr std::int64_t sat_mul(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
+  return sat_mul(sat_mul(a, b, c), d);
+}
+constexpr std::int64_t sat_add(std::int64_t a, std::int64_t b) {
+  if (a < 0) a = 0;
+  if (b < 0) b = 0;
+  return a > size_max - b ? size_max : a + b;
+}
+}  // namespace detail
+
 // Output extent along one dimension: ⌊(in + 2·pad − dil·(filter−1) − 1) / stride⌋ + 1, or 0 when the
-// dilated filter does not fit the padded input (or an argument is not positive).
+// dilated filter does not fit the padded input (or an argument is not positive). Saturating: no
+// argument overflows it.
 constexpr std::int64_t conv_output_size(std::int64_t in, std::int64_t filter, std::int64_t pad, std::int64_t stride,
                                         std::int64_t dil) {
   if (in <= 0 || filter <= 0 || pad < 0 || stride <= 0 || dil <= 0) return 0;
-  const std::int64_t span = in + 2 * pad - dil * (filter - 1) - 1;
-  return span < 0 ? 0 : span / stride + 1;
+  using detail::sat_add, detail::sat_mul;
+  const std::int64_t padded = sat_add(in, sat_mul(2, pad));
+  const std::int64_t dilated_filter = sat_add(sat_mul(dil, filter - 1), 1);
+  return dilated_filter > padded ? 0 : (padded - dilated_filter) / stride + 1;
 }
 
-// The sizes everything else is computed from.
+// The sizes everything else is computed from (saturating, see detail::sat_mul: exact for every problem
+// validate() accepts).
 struct ConvShape {
   std::int64_t p = 0, q = 0;  // output height and width
   std::int64_t m = 0;         // GEMM M = N·P·Q
@@ -59,14 +84,15 @@ struct ConvShape {
 };
 
 constexpr ConvShape conv_shape(const Conv2dDesc& d) {
+  using detail::sat_mul;
   ConvShape s;
   s.p = conv_output_size(d.h, d.r, d.pad_h, d.stride_h, d.dil_h);
   s.q = conv_output_size(d.w, d.s, d.pad_w, d.stride_w, d.dil_w);
-  s.m = d.n * s.p * s.q;
-  s.kgemm = d.r * d.s * d.c;
-  s.x_elems = d.n * d.h * d.w * d.c;
-  s.w_elems = d.k * s.kgemm;
-  s.y_elems = s.m * d.k;
+  s.m = sat_mul(d.n, s.p, s.q);
+  s.kgemm = sat_mul(d.r, d.s, d.c);
+  s.x_elems = sat_mul(d.n, d.h, d.w, d.c);
+  s.w_elems = sat_mul(d.k, s.kgemm);
+  s.y_elems = sat_mul(s.m, d.k);
   return s;
 }
 
@@ -86,7 +112,8 @@ inline ConvAlignment alignment_of(const Conv2dDesc& d, const Conv2dOperands& ops
   const int eb = size_of(d.type), ed = size_of(d.out_type);
   ConvAlignment al;
   al.x = operand_alignment(ops.x, d.c, d.c, eb);
-  al.w = operand_alignment(ops.w, d.r * d.s * d.c, d.r * d.s * d.c, eb);
+  const std::int64_t w_row = detail::sat_mul(d.r, d.s, d.c);
+  al.w = operand_alignment(ops.w, w_row, w_row, eb);
   int v = operand_alignment(ops.y, d.k, d.k, ed);
   if (d.epilogue.residual) v = std::min(v, operand_alignment(ops.residual, d.k, d.k, ed));
   if (d.epilogue.bias) v = std::min(v, operand_alignment(ops.bias, d.k, d.k, ed));
@@ -102,10 +129,17 @@ inline constexpr std::int64_t conv_max_extent = std::int64_t{1} << 30;
 // Argument checks that do not depend on any instance. A failure means nothing may be launched.
 inline Status validate(const Conv2dDesc& d, const Conv2dOperands& ops) {
   using detail::invalid;
-  auto n = [](std::int64_t v) { return std::to_string(v); };
+  auto n = [](std::int64_t v) { return v == detail::size_max ? std::string("2^63 or more") : std::to_string(v); };
   if (d.groups != 1)
     return error(StatusCode::unsupported, "grouped convolution is not supported (groups=" + n(d.groups) +
                                               "): conv2d implements groups = 1 only");
+  // Enumerators first: an enum class holds any value of its underlying type (a cast from a corrupt
+  // configuration); what such a value would mean is unknown, so nothing below may interpret it.
+  if (!detail::known(d.type) || !detail::known(d.out_type))
+    return invalid("unknown element type (DType value " + std::to_string(static_cast<int>(d.type)) + " for x and w, " +
+                   std::to_string(static_cast<int>(d.out_type)) + " for y, bias and residual)");
+  if (!detail::known(d.epilogue.activation))
+    return invalid("unknown activation (Activation value " + std::to_string(static_cast<int>(d.epilogue.activation)) + ")");
   if (d.n <= 0 || d.h <= 0 || d.w <= 0 || d.c <= 0 || d.k <= 0 || d.r <= 0 || d.s <= 0)
     return invalid("conv2d sizes must be positive, got N=" + n(d.n) + " H=" + n(d.h) + " W=" + n(d.w) + " C=" + n(d.c) +
                    " K=" + n(d.k) + " R=" + n(d.r) + " S=" + n(d.s));
@@ -117,6 +151,8 @@ inline Status validate(const Conv2dDesc& d, const Conv2dOperands& ops) {
     return invalid("dilation must be positive, got dil_h=" + n(d.dil_h) + " dil_w=" + n(d.dil_w));
   for (std::int64_t v : {d.n, d.h, d.w, d.c, d.k, d.r, d.s, d.pad_h, d.pad_w, d.stride_h, d.stride_w, d.dil_h, d.dil_w})
     if (v >= conv_max_extent) return invalid("conv2d size or parameter " + n(v) + " is not below 2^30");
+  // Every value is below 2^30 now, so these products of two fit; the products of three or four below
+  // saturate instead of overflowing (detail::sat_mul).
   if (d.dil_h * (d.r - 1) >= conv_max_extent || d.dil_w * (d.s - 1) >= conv_max_extent)
     return invalid("dilated filter extent is not below 2^30");
   const ConvShape s = conv_shape(d);
@@ -124,11 +160,10 @@ inline Status validate(const Conv2dDesc& d, const Conv2dOperands& ops) {
     return invalid("output size is not positive: P=" + n(s.p) + " Q=" + n(s.q) + " (H=" + n(d.h) + " W=" + n(d.w) +
                    ", the dilated " + n(d.r) + "x" + n(d.s) + " filter spans " + n(d.dil_h * (d.r - 1) + 1) + "x" +
                    n(d.dil_w * (d.s - 1) + 1) + ", padding " + n(d.pad_h) + "x" + n(d.pad_w) + ")");
-  if (d.n * (d.h + 2 * d.pad_h) * (d.w + 2 * d.pad_w) * d.c > conv_max_elements || s.w_elems > conv_max_elements ||
-      s.y_elems > conv_max_elements)
-    return invalid("a tensor exceeds 2^31 elements (conv2d indexes with 32-bit integers): x (padded) " +
-                   n(d.n * (d.h + 2 * d.pad_h) * (d.w + 2 * d.pad_w) * d.c) + ", w " + n(s.w_elems) + ", y " +
-                   n(s.y_elems));
+  const std::int64_t x_padded = detail::sat_mul(d.n, d.h + 2 * d.pad_h, d.w + 2 * d.pad_w, d.c);
+  if (x_padded > conv_max_elements || s.w_elems > conv_max_elements || s.y_elems > conv_max_elements)
+    return invalid("a tensor exceeds 2^31 elements (conv2d indexes with 32-bit integers): x (padded) " + n(x_padded) +
+                   ", w " + n(s.w_elems) + ", y " + n(s.y_elems));
   if (d.type != DType::f16 && d.type != DType::bf16)
     return error(StatusCode::unsupported, "conv2d computes on f16 or bf16 activations and filters, got " +
                                               std::string(to_string(d.type)));

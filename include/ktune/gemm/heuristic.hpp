@@ -22,6 +22,15 @@ inline int blocks_per_sm(const GemmResources& r, const DeviceInfo& dev) {
   return std::max(1, std::min({by_regs, by_smem, by_threads}));
 }
 
+// A route's work outside its inner kernel (gemm/route/): its memory traffic and one more launch.
+// heuristic_cost's unit is one multiply-add per multiprocessor at full tensor-core rate (H200: 3.7e12
+// per second per SM; A100: 1.4e12), and a byte of DRAM traffic takes about as long (H200: 4.25e12 B/s
+// device-wide, A100: 1.5e12), so bytes are charged one unit each; a launch ≈ 3 µs ≈ 1e7 units.
+inline double route_cost(const GemmKernelEntry& e, const GemmDesc& d) {
+  if (e.extra_traffic == nullptr) return 0.0;
+  return e.extra_traffic(d) + 1e7;
+}
+
 // Relative cost (lower is better; arbitrary units proportional to time).
 inline double heuristic_cost(const GemmKernelEntry& e, const GemmDesc& d, const DeviceInfo& dev) {
   const GemmConfig& c = e.config;
@@ -40,7 +49,8 @@ inline double heuristic_cost(const GemmKernelEntry& e, const GemmDesc& d, const 
                             (c.align >= 16 / size_of(c.operand()) ? 1.0 : 0.5) * (1.0 - 0.02 * (c.stages < 3)) *
                             (ampere_mma_on_hopper ? 0.5 : 1.0);
   // A wave runs `slots` tiles concurrently; the per-tile time is work / efficiency / per-SM share.
-  return waves * work * blocks_per_sm(e.resources, dev) / std::max(1e-9, efficiency);
+  const double kernel = waves * work * blocks_per_sm(e.resources, dev) / std::max(1e-9, efficiency);
+  return kernel + route_cost(e, d);
 }
 
 }  // namespace ktune

@@ -4,6 +4,7 @@
 #pragma once
 #include "ktune/gemm/families.hpp"
 #include "ktune/gemm/instantiate.cuh"
+#include "ktune/gemm/route/default_routes.cuh"
 
 namespace ktune::detail {
 [[maybe_unused]] inline const bool default_gemm_families_registered = [] {
@@ -14,6 +15,7 @@ namespace ktune::detail {
   register_family<families::Sm80MmaTf32Unaligned>();
   register_family<families::Sm80SimtF32>();
   register_family<families::Sm90WgmmaF16>();
+  route::register_default_routes();  // after the families: routes run registered instances
   return true;
 }();
 }  // namespace ktune::detail
