@@ -63,16 +63,46 @@ struct Builtin {
     const TOut* c = p.beta != 0.0f ? static_cast<const TOut*>(p.c) + static_cast<std::int64_t>(row) * p.ldc + col : nullptr;
     const TOut* r = p.residual ? static_cast<const TOut*>(p.residual) + static_cast<std::int64_t>(row) * p.ldr + col : nullptr;
     const TOut* b = p.bias ? static_cast<const TOut*>(p.bias) + col : nullptr;
+    // Operands as whole vectors where they allow it: one load each instead of four dependent ones.
+    float cv[4], bv[4], rv[4];
+    if (c) load4(c, n, cv);
+    if (b) load4(b, n, bv);
+    if (r) load4(r, n, rv);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       if (i >= n) break;
       float x = p.alpha * v[i];
-      if (c) x += p.beta * to_float(c[i]);
-      if (b) x += to_float(b[i]);
-      if (r) x += to_float(r[i]);
-      x = apply_activation(p.activation, x);
-      if (p.clamp) x = fminf(fmaxf(x, p.clamp_lo), p.clamp_hi);
+      if (c) x += p.beta * cv[i];
+      if (b) x += bv[i];
+      if (r) x += rv[i];
       v[i] = x;
+    }
+    // One branch per call, not per element.
+    switch (p.activation) {
+      case Activation::relu: for (int i = 0; i < 4; ++i) v[i] = relu(v[i]); break;
+      case Activation::gelu_tanh: for (int i = 0; i < 4; ++i) v[i] = gelu_tanh(v[i]); break;
+      case Activation::gelu_erf: for (int i = 0; i < 4; ++i) v[i] = gelu_erf(v[i]); break;
+      case Activation::silu: for (int i = 0; i < 4; ++i) v[i] = silu(v[i]); break;
+      default: break;
+    }
+    if (p.clamp) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) v[i] = fminf(fmaxf(v[i], p.clamp_lo), p.clamp_hi);
+    }
+  }
+
+ private:
+  // n (1 to 4) consecutive elements as floats: one vector load when n == 4 and the address allows it.
+  template <class T>
+  __device__ __forceinline__ static void load4(const T* src, int n, float (&out)[4]) {
+    if (n == 4 && reinterpret_cast<std::uintptr_t>(src) % (4 * sizeof(T)) == 0) {
+      struct alignas(4 * sizeof(T)) Vec4 { T e[4]; };
+      const Vec4 x = *reinterpret_cast<const Vec4*>(src);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) out[i] = to_float(x.e[i]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) out[i] = i < n ? to_float(src[i]) : 0.0f;
     }
   }
 };
