@@ -62,6 +62,7 @@ inline const GemmTable& fake_table() {
     add_family<families::Sm80MmaTf32Unaligned>(*x);
     add_family<families::Sm80SimtF32>(*x);
     add_family<families::Sm90WgmmaF16>(*x);
+    add_family<families::Sm90WgmmaF16Small>(*x);
     return x;
   }();
   return *t;

@@ -33,7 +33,7 @@ struct FamilyList {};
 
 // The default families, in registration order, with their parameter-space size and survivor count.
 using DefaultFamilies = FamilyList<fam::Sm80MmaF16, fam::Sm80MmaF16Small, fam::Sm80MmaF16Unaligned, fam::Sm80MmaTf32,
-                                   fam::Sm80MmaTf32Unaligned, fam::Sm80SimtF32, fam::Sm90WgmmaF16>;
+                                   fam::Sm80MmaTf32Unaligned, fam::Sm80SimtF32, fam::Sm90WgmmaF16, fam::Sm90WgmmaF16Small>;
 struct Expected {
   std::string_view name;
   std::size_t size, valid;
@@ -46,6 +46,7 @@ constexpr Expected kExpected[] = {
     {"sm80_mma_tf32_unaligned", 4, 4},
     {"sm80_simt_f32", 8, 8},            // 4 layouts × 2 aligns
     {"sm90_wgmma_f16", 32, 24},         // 2 × 4 × 2 tiles × 2 warpgroup tiles: 64x256 does not divide 256x128
+    {"sm90_wgmma_f16_small", 8, 8},     // 2 maths × 2 B layouts × 2 tiles (A row-major only)
 };
 
 template <class F>

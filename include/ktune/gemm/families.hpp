@@ -107,4 +107,19 @@ struct Sm90WgmmaF16 {
   static constexpr int aligns[] = {8};
 };
 
+// The same kernel with smaller tiles, for problems with too few 128x256 tiles to fill 132
+// multiprocessors (1024^3 has 32 of them). Layouts with A row-major only (tn, nn: the common ones),
+// to keep the build small; the other layouts use Sm90WgmmaF16.
+struct Sm90WgmmaF16Small {
+  static constexpr std::string_view name = "sm90_wgmma_f16_small";
+  static constexpr const ArchTraits& arch = sm90;
+  static constexpr MathOp maths[] = {wgmma_f16, wgmma_bf16};
+  static constexpr Layout a_layouts[] = {row};
+  static constexpr Layout b_layouts[] = {row, col};
+  static constexpr TileShape tiles[] = {{128, 128, 64}, {64, 128, 64}};
+  static constexpr WarpShape warps[] = {{64, 128}};
+  static constexpr int stages[] = {5};
+  static constexpr int aligns[] = {8};
+};
+
 }  // namespace ktune::families
