@@ -26,6 +26,7 @@ enum class Rule {
   warpgroups_in_range,     // 1 or 2 consumer warpgroups (plus the producer warpgroup)
   tma_box_extent,          // a TMA box extent (BM or BN) is at most 256 elements
   tma_alignment,           // TMA needs 16-byte aligned rows and base addresses: 16-byte vectors
+  wgmma_k_major,           // wgmma on 32-bit (tf32) operands reads K-major shared memory only: A row-, B column-major
 };
 
 constexpr std::string_view rule_name(Rule r) {
@@ -48,6 +49,7 @@ constexpr std::string_view rule_name(Rule r) {
     case Rule::warpgroups_in_range: return "warpgroups_in_range";
     case Rule::tma_box_extent: return "tma_box_extent";
     case Rule::tma_alignment: return "tma_alignment";
+    case Rule::wgmma_k_major: return "wgmma_k_major";
   }
   return "?";
 }
@@ -88,6 +90,9 @@ struct Verdict {
       case Rule::tma_box_extent: return "TMA box extent " + n(value) + " exceeds " + n(limit) + " elements";
       case Rule::tma_alignment:
         return "TMA needs 16-byte aligned rows, " + n(value) + "-byte vectors are not (need " + n(limit) + ")";
+      case Rule::wgmma_k_major:
+        return "wgmma tf32 reads only K-major operands (A row-major, B column-major: layout tn), " + n(value) +
+               " operand(s) are MN-major";
     }
     return "?";
   }

@@ -31,6 +31,7 @@ enum class MathOp : std::uint8_t {
   mma_tf32,  // mma.sync m16n8k8, fp32 operands rounded to tf32, fp32 accumulate
   wgmma_f16,   // wgmma.mma_async m64nNk16 (sm_90a), fp16 operands in shared memory, fp32 accumulate
   wgmma_bf16,  // wgmma.mma_async m64nNk16 (sm_90a), bf16 operands in shared memory, fp32 accumulate
+  wgmma_tf32,  // wgmma.mma_async m64nNk8 (sm_90a), fp32 operands read as tf32 (K-major only), fp32 accumulate
 };
 
 constexpr DType operand_type(MathOp m) {
@@ -44,12 +45,16 @@ constexpr DType operand_type(MathOp m) {
 }
 constexpr bool uses_tensor_cores(MathOp m) { return m != MathOp::simt_f32; }
 // Hopper warpgroup MMA: the instance is a TMA + wgmma kernel (gemm/kernel/sm90/), not an sm80 one.
-constexpr bool is_wgmma(MathOp m) { return m == MathOp::wgmma_f16 || m == MathOp::wgmma_bf16; }
+constexpr bool is_wgmma(MathOp m) {
+  return m == MathOp::wgmma_f16 || m == MathOp::wgmma_bf16 || m == MathOp::wgmma_tf32;
+}
 // Can an instance computing `inst` run a problem that asks for `req` (see required_math)? The same op,
-// or the warpgroup MMA on the same 16-bit operand type: both compute fp32 sums of the same products.
+// or the warpgroup MMA on the same operand type: both compute fp32 sums of the same products (tf32:
+// of the fp32 operands reduced to tf32; exact fp32 problems, simt_f32, are never served by wgmma).
 constexpr bool math_implements(MathOp inst, MathOp req) {
-  return inst == req || (is_wgmma(inst) && (req == MathOp::mma_f16 || req == MathOp::mma_bf16) &&
-                         operand_type(inst) == operand_type(req));
+  return inst == req ||
+         (is_wgmma(inst) && (req == MathOp::mma_f16 || req == MathOp::mma_bf16 || req == MathOp::mma_tf32) &&
+          operand_type(inst) == operand_type(req));
 }
 constexpr std::string_view to_string(MathOp m) {
   switch (m) {
@@ -59,6 +64,7 @@ constexpr std::string_view to_string(MathOp m) {
     case MathOp::mma_tf32: return "mma_tf32";
     case MathOp::wgmma_f16: return "wgmma_f16";
     case MathOp::wgmma_bf16: return "wgmma_bf16";
+    case MathOp::wgmma_tf32: return "wgmma_tf32";
   }
   return "?";
 }
@@ -72,6 +78,7 @@ constexpr InstrShape instr_shape(MathOp m) {
     case MathOp::mma_tf32: return {16, 8, 8};
     case MathOp::wgmma_f16:
     case MathOp::wgmma_bf16: return {64, 8, 16};
+    case MathOp::wgmma_tf32: return {64, 8, 8};
     default: return {1, 1, 1};
   }
 }

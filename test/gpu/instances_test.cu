@@ -36,6 +36,7 @@ const std::vector<ShapeCase>& shape_cases() {
       {"non-multiples of every tile, 8-byte aligned K and N", 136, 260, 76},
       {"exact tiles", 256, 256, 128},
       {"K < BK (odd, only 1-element instances)", 129, 65, 7},
+      {"K < BK, 16-byte aligned (one partial k-tile)", 100, 136, 24},
       {"large K", 64, 64, 4096},
       {"odd leading dimensions", 96, 80, 48, 3, 5, 3},
       {"even leading dimensions not multiples of 4", 96, 80, 48, 2, 2, 2},

@@ -33,7 +33,8 @@ struct FamilyList {};
 
 // The default families, in registration order, with their parameter-space size and survivor count.
 using DefaultFamilies = FamilyList<fam::Sm80MmaF16, fam::Sm80MmaF16Small, fam::Sm80MmaF16Unaligned, fam::Sm80MmaTf32,
-                                   fam::Sm80MmaTf32Unaligned, fam::Sm80SimtF32, fam::Sm90WgmmaF16, fam::Sm90WgmmaF16Small>;
+                                   fam::Sm80MmaTf32Unaligned, fam::Sm80SimtF32, fam::Sm90WgmmaF16, fam::Sm90WgmmaF16Small,
+                                   fam::Sm90WgmmaTf32>;
 struct Expected {
   std::string_view name;
   std::size_t size, valid;
@@ -47,6 +48,7 @@ constexpr Expected kExpected[] = {
     {"sm80_simt_f32", 8, 8},            // 4 layouts × 2 aligns
     {"sm90_wgmma_f16", 32, 24},         // 2 × 4 × 2 tiles × 2 warpgroup tiles: 64x256 does not divide 256x128
     {"sm90_wgmma_f16_small", 8, 8},     // 2 maths × 2 B layouts × 2 tiles (A row-major only)
+    {"sm90_wgmma_tf32", 16, 3},         // 4 layouts × 2 tiles × 2 warpgroup tiles: 'tn' only, and 64x256 ∤ 256x128
 };
 
 template <class F>
@@ -160,6 +162,19 @@ TEST_CASE("families: known pruned configurations and their reasons") {
   CHECK(seen2);
   CHECK(gemm_table().find(instance_name(big_block).view()) == nullptr);
   CHECK(gemm_table().find(instance_name(narrow).view()) == nullptr);
+  // wgmma tf32 has no transposed shared-memory operands: every layout but 'tn' is pruned, with a reason.
+  for (const auto& c : enumerate_family<fam::Sm90WgmmaTf32>()) {
+    CAPTURE(instance_name(c.config).view());
+    const bool tn = c.config.a_layout == Layout::row && c.config.b_layout == Layout::col;
+    const Verdict v = validate(c.config, sm90);
+    if (!tn) {
+      CHECK(v.rule == Rule::wgmma_k_major);
+      CHECK(v.value == (c.config.a_layout == Layout::col) + (c.config.b_layout == Layout::row));
+      CHECK(v.describe().find("K-major") != std::string::npos);
+    } else if (!v.ok()) {
+      CHECK(v.rule == Rule::warp_divides_tile);  // 64x256 warpgroup tiles in a 256x128 tile
+    }
+  }
   // Every family prunes something or keeps everything, but never keeps nothing.
   for_each_family(DefaultFamilies{}, []<class F>() {
     CAPTURE(F::name);

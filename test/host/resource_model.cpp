@@ -41,6 +41,44 @@ TEST_CASE("resource model: 128x256x32 f16 4 stages, 64x64 warps") {
   CHECK(validate(c, sm90).ok());
 }
 
+TEST_CASE("sm90 model: wgmma tf32 uses BK = 32 (one 128-byte row of fp32), K-major operands, 4-element TMA vectors") {
+  auto wg = [](TileShape t, WarpShape w, int stages, int align, Layout la = Layout::row, Layout lb = Layout::col) {
+    return GemmConfig{90, MathOp::wgmma_tf32, la, lb, t, w, stages, align};
+  };
+  constexpr GemmConfig tf32{90, MathOp::wgmma_tf32, Layout::row, Layout::col, {128, 256, 32}, {64, 256}, 4, 4};
+  constexpr GemmConfig f16{90, MathOp::wgmma_f16, Layout::row, Layout::col, {128, 256, 64}, {64, 256}, 4, 8};
+  static_assert(validate(tf32, sm90).ok());
+  static_assert(is_wgmma(tf32.math) && tf32.operand() == DType::f32);
+  static_assert(instr_shape(MathOp::wgmma_tf32).k == 8);
+  // Half the K per stage at twice the element size: the same bytes, the same shared memory.
+  static_assert(stage_bytes(tf32) == (128 + 256) * 32 * 4);
+  CHECK(estimate_resources(tf32) == estimate_resources(f16));
+  CHECK(tf32.threads() == 384);  // producer + 2 consumer warpgroups
+  // BK = 64 fp32 spans 256 bytes: not one swizzle row.
+  const Verdict vk = validate(wg({128, 256, 64}, {64, 256}, 3, 4), sm90);
+  CHECK(vk.rule == Rule::swizzle_row_bytes);
+  CHECK(vk.value == 256);
+  // MN-major operands: wgmma has no transpose for 32-bit types.
+  const Verdict vnt = validate(wg({128, 256, 32}, {64, 256}, 4, 4, Layout::col, Layout::col), sm90);
+  CHECK(vnt.rule == Rule::wgmma_k_major);
+  CHECK(vnt.value == 1);
+  CHECK(validate(wg({128, 256, 32}, {64, 256}, 4, 4, Layout::col, Layout::row), sm90).value == 2);
+  CHECK(vnt.to_string().find("wgmma_k_major") == 0);
+  // TMA: 16-byte vectors are 4 fp32 elements.
+  CHECK(validate(wg({128, 256, 32}, {64, 256}, 4, 8), sm90).rule == Rule::tma_alignment);
+  CHECK(validate(wg({128, 256, 32}, {64, 256}, 4, 1), sm90).rule == Rule::tma_alignment);
+  // 5 stages of 48 KB exceed 227 KB.
+  CHECK(validate(wg({128, 256, 32}, {64, 256}, 5, 4), sm90).rule == Rule::smem_fits);
+  // Not on Ampere.
+  CHECK(validate(tf32, sm80).rule == Rule::math_needs_arch);
+  // Serves tf32 problems only (not exact fp32, not 16-bit ones).
+  CHECK(math_implements(MathOp::wgmma_tf32, MathOp::mma_tf32));
+  CHECK_FALSE(math_implements(MathOp::wgmma_tf32, MathOp::simt_f32));
+  CHECK_FALSE(math_implements(MathOp::wgmma_tf32, MathOp::mma_f16));
+  CHECK_FALSE(math_implements(MathOp::wgmma_f16, MathOp::mma_tf32));
+  CHECK(instance_name(tf32).view() == "ktune_gemm_sm90_wgmma_tf32_tn_128x256x32_w64x256_s4_a4");
+}
+
 TEST_CASE("resource model: operand type matters (tf32 stages are twice f16's; bf16 equals f16)") {
   constexpr GemmConfig f16 = cfg(MathOp::mma_f16, {128, 128, 32}, {64, 64}, 3, 8);
   constexpr GemmConfig bf16 = cfg(MathOp::mma_bf16, {128, 128, 32}, {64, 64}, 3, 8);

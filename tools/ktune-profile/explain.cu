@@ -34,7 +34,8 @@ std::string fmt(const char* f, double v) {
 
 std::string maths_serving(MathOp req) {
   std::string s;
-  for (MathOp m : {MathOp::simt_f32, MathOp::mma_f16, MathOp::mma_bf16, MathOp::mma_tf32, MathOp::wgmma_f16, MathOp::wgmma_bf16})
+  for (MathOp m : {MathOp::simt_f32, MathOp::mma_f16, MathOp::mma_bf16, MathOp::mma_tf32, MathOp::wgmma_f16,
+                   MathOp::wgmma_bf16, MathOp::wgmma_tf32})
     if (math_implements(m, req)) s += (s.empty() ? "" : " or ") + std::string(to_string(m));
   return s;
 }

@@ -54,6 +54,7 @@ constexpr std::string_view math_short_name(MathOp m) {
     case MathOp::mma_tf32: return "tf32";
     case MathOp::wgmma_f16: return "wgmma_f16";
     case MathOp::wgmma_bf16: return "wgmma_bf16";
+    case MathOp::wgmma_tf32: return "wgmma_tf32";
   }
   return "?";
 }

@@ -122,4 +122,20 @@ struct Sm90WgmmaF16Small {
   static constexpr int aligns[] = {8};
 };
 
+// Hopper tf32 on fp32 operands: the same kernel as Sm90WgmmaF16 with wgmma m64nNk8 .tf32 and BK = 32
+// (one 128-byte swizzle row of fp32). wgmma reads 32-bit operands K-major only, so only 'tn' (A
+// row-major, B column-major) survives the constraint model (rule wgmma_k_major); the other layouts stay
+// with sm80_mma_tf32. Few instances: each costs build time.
+struct Sm90WgmmaTf32 {
+  static constexpr std::string_view name = "sm90_wgmma_tf32";
+  static constexpr const ArchTraits& arch = sm90;
+  static constexpr MathOp maths[] = {wgmma_tf32};
+  static constexpr Layout a_layouts[] = {row, col};
+  static constexpr Layout b_layouts[] = {row, col};
+  static constexpr TileShape tiles[] = {{128, 256, 32}, {256, 128, 32}};
+  static constexpr WarpShape warps[] = {{64, 256}, {128, 128}};
+  static constexpr int stages[] = {4};
+  static constexpr int aligns[] = {4};
+};
+
 }  // namespace ktune::families

@@ -20,7 +20,8 @@ inline constexpr int epilogue_band_rows = 16;
 inline constexpr int epilogue_pad = 4;
 
 // sm90 (TMA + wgmma) kernels. Every operand row in shared memory is one 128-byte swizzle row (BK = 64
-// 16-bit elements); TMA writes and wgmma reads whole 1024-byte swizzle atoms, so the ring starts on a
+// 16-bit elements, or 32 fp32 elements for tf32: a stage holds half the K of a 16-bit one); TMA
+// writes and wgmma reads whole 1024-byte swizzle atoms, so the ring starts on a
 // 1024-byte boundary (the dynamic allocation is over-allocated by one atom and rounded up). Each
 // consumer warp stages its accumulators 16 rows × 32 columns at a time (rows padded by 8 floats: the
 // fragment stores and the row reads are free of bank conflicts). Each stage has a full and an empty
@@ -106,10 +107,19 @@ constexpr GemmResources estimate_resources(const GemmConfig& c) {
 // thread) plus descriptors, pipeline state and epilogue addressing.
 constexpr int sm90_consumer_registers(const GemmConfig& c) { return c.warp.m * c.warp.n / 128 + 40; }
 
+// wgmma reads MN-major (transposed) shared-memory operands only for 16-bit types: with tf32 both A and
+// B must be K-major. Returns how many operands break that (0 = fine).
+constexpr int sm90_mn_major_operands_unsupported(const GemmConfig& c) {
+  if (size_of(c.operand()) == 2) return 0;
+  return int(!c.a_k_contiguous()) + int(!c.b_k_contiguous());
+}
+
 // The sm90 (TMA + wgmma, warp-specialized) constraints, in the order they are checked.
 constexpr Verdict validate_sm90(const GemmConfig& c, const ArchTraits& arch) {
   const int es = size_of(c.operand());
   if (auto v = require(arch.has_wgmma, Rule::math_needs_arch, arch.cc, 90); !v.ok()) return v;
+  if (auto v = require(sm90_mn_major_operands_unsupported(c) == 0, Rule::wgmma_k_major, sm90_mn_major_operands_unsupported(c), 0); !v.ok()) return v;
+  // One k-tile row is one 128-byte swizzle row: BK = 64 for 16-bit operands, 32 for fp32 (tf32).
   if (auto v = require(c.tile.k * es == smem_layout::sm90_swizzle_bytes, Rule::swizzle_row_bytes, c.tile.k * es, smem_layout::sm90_swizzle_bytes); !v.ok()) return v;
   if (auto v = require(c.warp.m > 0 && c.tile.m % c.warp.m == 0, Rule::warp_divides_tile, c.tile.m, c.warp.m); !v.ok()) return v;
   if (auto v = require(c.warp.n > 0 && c.tile.n % c.warp.n == 0, Rule::warp_divides_tile, c.tile.n, c.warp.n); !v.ok()) return v;
@@ -126,6 +136,7 @@ constexpr Verdict validate_sm90(const GemmConfig& c, const ArchTraits& arch) {
   if (auto v = require(c.stages >= 2 && c.stages <= 8, Rule::stages_in_range, c.stages, 8); !v.ok()) return v;
   if (auto v = require(r.smem_bytes <= arch.smem_optin_bytes, Rule::smem_fits, r.smem_bytes, arch.smem_optin_bytes); !v.ok()) return v;
   if (auto v = require(sm90_consumer_registers(c) <= sm90_consumer_register_budget(c), Rule::registers_per_thread, sm90_consumer_registers(c), sm90_consumer_register_budget(c)); !v.ok()) return v;
+  // 16-byte vectors: 8 16-bit elements or 4 fp32 elements.
   if (auto v = require(c.align * es == 16, Rule::tma_alignment, c.align * es, 16); !v.ok()) return v;
   return {};
 }

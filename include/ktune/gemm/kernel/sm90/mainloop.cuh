@@ -1,12 +1,13 @@
-// ktune/gemm/kernel/sm90/mainloop.cuh — the Hopper mainloop of one BM×BN×64 k-tile: what the producer
+// ktune/gemm/kernel/sm90/mainloop.cuh — the Hopper mainloop of one BM×BN×BK k-tile: what the producer
 // loads (TMA boxes) and what each consumer warpgroup computes from it (wgmma on descriptors).
 //
-// Shared memory of one stage: A then B, every row one 128-byte swizzle row of 64 16-bit elements.
+// Shared memory of one stage: A then B, every row one 128-byte swizzle row: BK = 64 16-bit elements
+// (f16, bf16) or 32 fp32 elements (tf32, K-major operands only).
 //   K-major A (row-major A): one TMA box {64 k, BM m}: row m at m·128 B.
 //   M-major A (column-major A): BM/64 boxes {64 m, 64 k}, 8 KB each: box i holds m 64i.., row k at k·128 B.
 //   B likewise with N (K-major = column-major B, N-major = row-major B).
-// Consumer warpgroup c owns the WM×WN sub-tile at (wg_row0(c), wg_col0(c)) and issues, per k16 step,
-// WM/64 wgmma m64nWNk16 instructions.
+// Consumer warpgroup c owns the WM×WN sub-tile at (wg_row0(c), wg_col0(c)) and issues, per k-step
+// (16 for f16/bf16, 8 for tf32: 32 bytes of K either way), WM/64 wgmma m64nWNk16 / m64nWNk8 instructions.
 //
 // Clusters of 2 CTAs pair tiles that share the larger operand (B when BN ≥ BM: tiles (2i, n) and
 // (2i+1, n); else A): each CTA loads half of that operand's tile and multicasts it into both CTAs'
@@ -26,17 +27,22 @@ struct WgmmaMainloop {
   static constexpr int WM = C.warp.m, WN = C.warp.n, MI = WM / 64;
   static constexpr int consumers = C.consumer_warpgroups();
   static constexpr bool a_kc = C.a_k_contiguous(), b_kc = C.b_k_contiguous();
-  static constexpr bool bf16 = C.math == MathOp::wgmma_bf16;
+  static constexpr int elem_bytes = size_of(C.operand());  // 2 (f16, bf16) or 4 (tf32 reads fp32)
+  static constexpr int instr_k = instr_shape(C.math).k;     // K of one wgmma: 16, or 8 for tf32
+  static constexpr int k_steps = BK / instr_k;              // wgmma k-steps per k-tile
   static constexpr int row_bytes = 128;                   // one 128-byte swizzle row = BK elements
   static constexpr int atom_bytes = 1024;                 // 8 rows: one swizzle atom
-  static constexpr int box_bytes = 64 * row_bytes;        // a 64-row box (MN-major operands)
+  static constexpr int box_bytes = 64 * row_bytes;        // 64 rows: an m64 block (K-major) or a box (MN-major)
+  static constexpr int mn_box_inner = row_bytes / elem_bytes;  // MN-major boxes: 64 MN elements (16-bit only)
   static constexpr int a_bytes = BM * row_bytes, b_bytes = BN * row_bytes;
   static constexpr int stage_bytes = a_bytes + b_bytes;
-  static_assert(BK * 2 == row_bytes && WM % 64 == 0 && WN % 64 == 0, "the constraint model guarantees the shapes");
-  // Descriptor address step (16-byte units) per k16 step: 32 bytes along a K-major row, or two 8-row
-  // K groups (2 atoms) of an MN-major box.
-  static constexpr std::uint64_t a_kstep = a_kc ? 2 : 2 * atom_bytes / 16;
-  static constexpr std::uint64_t b_kstep = b_kc ? 2 : 2 * atom_bytes / 16;
+  static_assert(BK * elem_bytes == row_bytes && WM % 64 == 0 && WN % 64 == 0 && BK % instr_k == 0,
+                "the constraint model guarantees the shapes");
+  static_assert(C.math != MathOp::wgmma_tf32 || (a_kc && b_kc), "the constraint model keeps tf32 K-major");
+  // Descriptor address step (16-byte units) per k-step: instr_k elements (32 bytes) along a K-major
+  // row, or instr_k/8 8-row K groups (swizzle atoms) of an MN-major box.
+  static constexpr std::uint64_t a_kstep = a_kc ? instr_k * elem_bytes / 16 : instr_k / 8 * atom_bytes / 16;
+  static constexpr std::uint64_t b_kstep = b_kc ? instr_k * elem_bytes / 16 : instr_k / 8 * atom_bytes / 16;
 
   using Accumulators = float[MI][WN / 2];
 
@@ -46,8 +52,8 @@ struct WgmmaMainloop {
   // Cluster pairing: along M (sharing B) when BN ≥ BM, else along N (sharing A).
   static constexpr bool pair_m = BN >= BM;
 
-  // TMA box shapes {inner = 64, outer} for the host's tensor maps. A multicast K-major operand is
-  // loaded as two half-boxes, one per CTA of the pair.
+  // TMA box shapes {inner = BK (K-major) or mn_box_inner (MN-major), outer} for the host's tensor
+  // maps. A multicast K-major operand is loaded as two half-boxes, one per CTA of the pair.
   static constexpr unsigned a_box_outer(bool multicast) { return a_kc ? (multicast && !pair_m ? BM / 2 : BM) : 64; }
   static constexpr unsigned b_box_outer(bool multicast) { return b_kc ? (multicast && pair_m ? BN / 2 : BN) : 64; }
 
@@ -107,10 +113,10 @@ struct WgmmaMainloop {
     for (int mi = 0; mi < MI; ++mi) fence_registers(acc[mi]);
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < BK / 16; ++kk)
+    for (int kk = 0; kk < k_steps; ++kk)
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi)
-        wgmma_m64k16<WN, bf16, a_kc ? 0 : 1, b_kc ? 0 : 1>(acc[mi], d0.a + off + mi * (box_bytes / 16) + kk * a_kstep,
+        wgmma_step<C.math, WN, a_kc ? 0 : 1, b_kc ? 0 : 1>(acc[mi], d0.a + off + mi * (box_bytes / 16) + kk * a_kstep,
                                                            d0.b + off + kk * b_kstep, (kk > 0 || accumulate) ? 1 : 0);
     wgmma_commit();
 #pragma unroll

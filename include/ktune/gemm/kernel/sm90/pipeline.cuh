@@ -24,6 +24,12 @@ struct RingState {
       phase ^= 1u;
     }
   }
+  // Pass over n slots that another consumer reads (ping-pong consumers take turns on whole tiles).
+  __device__ __forceinline__ void skip(int n) {
+    const int t = stage + n;
+    stage = t % Stages;
+    phase ^= static_cast<std::uint32_t>(t / Stages) & 1u;
+  }
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

@@ -36,18 +36,22 @@ inline Status tensor_map_encoder(PFN_cuTensorMapEncodeTiled_v12000& out) {
   return {};
 }
 
-// A 2D tensor map over a matrix of 16-bit elements: `inner` contiguous elements per row, `outer` rows
-// `ld` elements apart; boxes of box_inner × box_outer elements land in shared memory with the 128-byte
-// swizzle (box_inner · 2 bytes must be 128). Out-of-bounds box elements read as zero.
+// A 2D tensor map over a matrix of f16, bf16 or f32 elements: `inner` contiguous elements per row,
+// `outer` rows `ld` elements apart; boxes of box_inner × box_outer elements land in shared memory with
+// the 128-byte swizzle (box_inner · element size must be 128). Out-of-bounds box elements read as zero.
+// f32 is copied bit for bit (FLOAT32): wgmma .tf32 then reads each element's upper 19 bits; with
+// `tf32_map` the map says TFLOAT32 instead (the TMA's own conversion of fp32 to tf32).
 inline Status make_tensor_map(CUtensorMap& map, DType t, const void* base, std::uint64_t inner, std::uint64_t outer,
-                              std::uint64_t ld, std::uint32_t box_inner, std::uint32_t box_outer) {
+                              std::uint64_t ld, std::uint32_t box_inner, std::uint32_t box_outer, bool tf32_map = false) {
   PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
   KTUNE_RETURN_IF_ERROR(tensor_map_encoder(encode));
   const cuuint64_t dims[2] = {inner, outer};
   const cuuint64_t strides[1] = {ld * static_cast<std::uint64_t>(size_of(t))};  // bytes, rows 1..
   const cuuint32_t box[2] = {box_inner, box_outer};
   const cuuint32_t elem_strides[2] = {1, 1};
-  const CUtensorMapDataType dt = t == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const CUtensorMapDataType dt = t == DType::bf16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                 : t == DType::f32 ? (tf32_map ? CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32)
+                                                   : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   const CUresult r = encode(&map, dt, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -78,6 +82,13 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorM
                                                       std::uint64_t* bar, std::uint16_t cta_mask) {
   const std::int32_t coords[2] = {c0, c1};
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar, cta_mask);
+}
+
+// Shared → global: the box at (c0 = inner, c1 = outer) from `src` (1024-byte aligned for the 128-byte
+// swizzle), as one bulk async-group of this thread; out-of-bounds box elements are not written.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, int c0, int c1, const void* src) {
+  const std::int32_t coords[2] = {c0, c1};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, map, coords, src);
 }
 
 #endif
