@@ -73,7 +73,7 @@ inline Status check_launch_options(const GemmKernelEntry& e, const GemmLaunchOpt
   if (o.split_mode != SplitKMode::serial && o.split_mode != SplitKMode::parallel)
     return error(StatusCode::invalid_argument,
                  "unknown split_mode (SplitKMode value " + std::to_string(static_cast<int>(o.split_mode)) + ")");
-  if (o.split_k > 1 && e.workspace_size == nullptr)
+  if (o.split_k > 1 && (e.workspace_size == nullptr || is_route(e)))  // a route's workspace holds its copies
     return error(StatusCode::unsupported, "instance " + std::string(e.name) + " does not support split-K (split_k=" +
                                               std::to_string(o.split_k) + ")");
   return {};

@@ -96,9 +96,12 @@ inline std::size_t gemm_workspace_size(const GemmDesc& desc, const GemmOptions& 
   DeviceInfo dev;
   const bool have_dev = cuda_device_count() > 0 && current_device(dev).ok();
   std::size_t most = 0;
-  const GemmAlignment widest{16, 16, 16};  // alignment only removes candidates
+  // Alignment only removes kernel instances; routes (gemm/route/) take only misaligned operands: ask both.
+  const GemmAlignment widest{16, 16, 16}, narrowest{1, 1, 1};
   for (const GemmKernelEntry& e : table.entries()) {
-    if (!can_implement(e, d, widest, have_dev ? &dev : nullptr).ok() || e.workspace_size == nullptr) continue;
+    const DeviceInfo* dv = have_dev ? &dev : nullptr;
+    if (e.workspace_size == nullptr || !(can_implement(e, d, widest, dv).ok() || can_implement(e, d, narrowest, dv).ok()))
+      continue;
     most = std::max(most, workspace_bytes_for(e, d, opt.launch));
     if (have_dev)
       for (const GemmLaunchOptions& v : split_k_variants(e, d, dev)) most = std::max(most, workspace_bytes_for(e, d, v));

@@ -278,3 +278,26 @@ TEST_CASE("candidates: a route's why-not line names the route") {
     if (w.rfind(std::string(kHopperRoute) + ": operands already aligned", 0) == 0) found = true;
   CHECK(found);
 }
+
+TEST_CASE("routes and split-K: refused as a launch option, never proposed as a variant") {
+  const GemmKernelEntry* e = gemm_table().find(kSm80Route);
+  REQUIRE(e != nullptr);
+  GemmLaunchOptions o;
+  o.split_k = 4;
+  const Status s = check_launch_options(*e, o);
+  CHECK(s.code() == StatusCode::unsupported);
+  CHECK(check_launch_options(*e, GemmLaunchOptions{}).ok());
+  // A small-M unaligned problem, where kernel instances get split-K variants: the route gets none.
+  const GemmDesc d = desc(64, 512, 8191, DType::f16, Layout::row, Layout::col);
+  const auto v = split_k_variants(*e, d, a100);
+  CHECK(v.size() == 1);
+  CHECK(v.front().split_k == 1);
+}
+
+TEST_CASE("gemm_workspace_size: the bound over every entry covers the routes (misaligned operands)") {
+  const GemmDesc d = desc(4095, 4097, 4093, DType::bf16, Layout::row, Layout::col);
+  CHECK(gemm_workspace_size(d) >= repack_workspace_bound(d));
+  // An f32 problem has no route: its bound does not include one.
+  const GemmDesc f = desc(4095, 4097, 4093, DType::f32, Layout::row, Layout::col);
+  CHECK(gemm_workspace_size(f) < repack_workspace_bound(d));
+}

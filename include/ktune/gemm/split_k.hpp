@@ -61,7 +61,7 @@ inline double split_k_estimate(std::int64_t tiles, std::int64_t k_tiles, int spl
 inline std::vector<GemmLaunchOptions> split_k_variants(const GemmKernelEntry& e, const GemmDesc& desc,
                                                        const DeviceInfo& dev) {
   std::vector<GemmLaunchOptions> out(1);
-  if (e.workspace_size == nullptr) return out;
+  if (e.workspace_size == nullptr || is_route(e)) return out;  // routes need workspace for copies, not split-K
   const GemmDesc d = resolved(desc);
   const GemmConfig& c = e.config;
   const std::int64_t tiles = ((d.m + c.tile.m - 1) / c.tile.m) * ((d.n + c.tile.n - 1) / c.tile.n);
