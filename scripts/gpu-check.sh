@@ -9,8 +9,8 @@
 # then print a summary table. Every step runs even when an earlier one failed; the exit code is
 # non-zero when any step failed.
 #
-# Logs go to $OUT when it is set (8 files, the most that come back: 1-build.log 2-ctest.log
-# 3-profile.log 3-profile.csv 4-bench.log 5-resource-usage.txt 6-consumer.log summary.txt), else to
+# Logs go to $OUT when it is set (1-build.log 2-ctest.log 3-profile.log 3-profile.csv 4-bench.log,
+# 4-<bench>.json per benchmark binary, 5-resource-usage.txt 6-consumer.log summary.txt), else to
 # build-gpu/gpu-check/. Written for a machine with cmake, ninja, nvcc, doctest and Google Benchmark
 # but no ccache and no network: it installs nothing.
 # Environment: KTUNE_GPU_BUILD_DIR (default build-gpu), KTUNE_JOBS (default nproc), KTUNE_CMAKE_ARGS,
@@ -109,7 +109,9 @@ benches=()
 for b in "$BUILD"/ktune_bench_*; do [ -x "$b" ] && [ -f "$b" ] && benches+=("$b"); done
 if [ "${#benches[@]}" -gt 0 ]; then
   for b in "${benches[@]}"; do
-    run_step "bench $(basename "$b")" 4-bench.log 120 "$b" --benchmark_min_time=0.05
+    # Google Benchmark JSON (context: GPU name, fingerprint, commit) beside the text log, for bench/results/
+    run_step "bench $(basename "$b")" 4-bench.log 120 "$b" --benchmark_min_time=0.05s \
+      --benchmark_out="$LOGS/4-$(basename "$b").json" --benchmark_out_format=json
   done
 else
   SUMMARY+=("$(printf '%-26s %-16s' benchmarks 'none built')")
