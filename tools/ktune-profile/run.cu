@@ -29,7 +29,7 @@ using tools::ProblemSpec;
 using tools::Timing;
 using tools::TimingOptions;
 
-constexpr int kNameWidth = 58;
+constexpr int kNameWidth = 70;  // route names: route_repack+<instance name>
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -291,7 +291,7 @@ void run_problem(Context& cx, const ProblemSpec& spec, int index, int count) {
 void print_summary(const RunReport& rep) {
   std::printf("\nsummary (best verified ktune instance vs %s; same data, same process; ratio = speed-up over cuBLAS)\n",
               "cuBLAS");
-  std::printf("%-34s %10s %8s %10s %8s %8s  %-58s %9s %9s\n", "problem", "cuBLAS ms", "TF/s", "ktune ms", "TF/s",
+  std::printf("%-34s %10s %8s %10s %8s %8s  %-70s %9s %9s\n", "problem", "cuBLAS ms", "TF/s", "ktune ms", "TF/s",
               "ratio", "best instance", "heur TF/s", "pass/run");
   for (const ProblemSummary& s : rep.problems) {
     const std::string cms = s.cublas_ms > 0 ? fmt("%.4f", s.cublas_ms) : "-";
@@ -301,7 +301,7 @@ void print_summary(const RunReport& rep) {
     const std::string ratio = s.best_ms > 0 && s.cublas_ms > 0 ? fmt("%.2fx", s.cublas_ms / s.best_ms) : "-";
     const std::string htf = s.heuristic_tflops > 0 ? fmt("%.1f", s.heuristic_tflops) : "-";
     const std::string pr = std::to_string(s.passed) + "/" + std::to_string(s.passed + s.failed);
-    std::printf("%-34s %10s %8s %10s %8s %8s  %-58s %9s %9s\n", s.spec.name().c_str(), cms.c_str(), ctf.c_str(), kms.c_str(),
+    std::printf("%-34s %10s %8s %10s %8s %8s  %-70s %9s %9s\n", s.spec.name().c_str(), cms.c_str(), ctf.c_str(), kms.c_str(),
                 ktf.c_str(), ratio.c_str(), s.best_instance.empty() ? "-" : s.best_instance.c_str(), htf.c_str(), pr.c_str());
   }
 }
