@@ -12,6 +12,7 @@
 #include "ktune/gemm.hpp"
 #include "ktune/gemm/heuristic.hpp"
 #include "ktune/gemm/route/plan.hpp"
+#include "ktune/tuner/cache.hpp"
 
 using namespace ktune;
 using namespace ktune::route;
@@ -300,4 +301,12 @@ TEST_CASE("gemm_workspace_size: the bound over every entry covers the routes (mi
   // An f32 problem has no route: its bound does not include one.
   const GemmDesc f = desc(4095, 4097, 4093, DType::f32, Layout::row, Layout::col);
   CHECK(gemm_workspace_size(f) < repack_workspace_bound(d));
+}
+
+TEST_CASE("every table entry's name can be stored in the tuning cache (routes included)") {
+  for (const auto& e : gemm_table().entries()) {
+    CAPTURE(e.name);
+    CHECK(tuner::detail::plausible_name(e.name, 200));
+  }
+  CHECK(tuner::detail::plausible_name(kHopperRoute, 200));
 }

@@ -118,7 +118,9 @@ bool parse_enum(std::string_view s, const E (&values)[N], E& out) {
 inline bool plausible_name(std::string_view s, std::size_t max_len) {
   if (s.empty() || s.size() > max_len) return false;
   for (char c : s) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+    // '+': repack routes are named route_repack+<instance> (ktune/gemm/route/).
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                    c == '-' || c == '+';
     if (!ok) return false;
   }
   return true;
