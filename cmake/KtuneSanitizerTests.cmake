@@ -22,7 +22,8 @@ elseif(KTUNE_SANITIZER_TESTS)
   set(_san_dir "${PROJECT_SOURCE_DIR}/test/host")
   # Host-only test files: none of them reads gemm_table()/conv_table() contents.
   set(_san_asan_names main.cpp validation.cpp validation_limits_test.cpp resource_model.cpp tuner_json_test.cpp tuner_key_test.cpp
-      tuner_cache_test.cpp tuner_logic_test.cpp tuner_backend_test.cpp tuner_concurrency_test.cpp conv_validation.cpp)
+      tuner_cache_test.cpp tuner_logic_test.cpp tuner_backend_test.cpp tuner_concurrency_test.cpp tuner_tactics_test.cpp
+      conv_validation.cpp)
   set(_san_tsan_names main.cpp tuner_concurrency_test.cpp tuner_cache_test.cpp)
   foreach(_kind asan tsan)
     set(_san_${_kind}_sources "")

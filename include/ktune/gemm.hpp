@@ -19,6 +19,7 @@
 #include "ktune/dispatch.hpp"
 #include "ktune/gemm/heuristic.hpp"
 #include "ktune/gemm/split_k.hpp"
+#include "ktune/gemm/tactics.hpp"
 #include "ktune/problem.hpp"
 #include "ktune/tuner/default.hpp"
 #include "ktune/workspace.hpp"
@@ -129,17 +130,30 @@ inline Status launch_with_workspace(const GemmKernelEntry& e, const GemmDesc& de
 }  // namespace detail
 
 // D = epilogue(A·B, C, bias, residual) on `stream`. Nothing is launched when the Status is not ok.
-// The instance is the tuner's pick for this problem on this GPU (benchmarked on first use, then a
-// constant-time lookup; see ktune/tuner/default.hpp), unless `opt` names one or asks for the heuristic.
+// The instance and its launch options (a tactic: split-K, cluster size, ...) are the tuner's pick for
+// this problem on this GPU (benchmarked on first use, then a constant-time lookup; see
+// ktune/tuner/default.hpp), unless `opt` names an instance or asks for the heuristic; launch options
+// the caller sets in `opt.launch` replace the tactic's.
 // Instances and launch options that need scratch get ops.workspace, or ktune's pooled workspace.
 inline Status gemm(const GemmDesc& desc, const GemmOperands& ops, cudaStream_t stream = nullptr,
                    const GemmOptions& opt = {}) {
   KTUNE_RETURN_IF_ERROR(validate(desc, ops));
   static const bool have_device = cuda_device_count() > 0;
   if (!have_device) return error(StatusCode::no_device, "no CUDA device found");
+  if (opt.instance == nullptr && !opt.heuristic) {
+    const GemmTactic* t = nullptr;
+    if (default_tuner().select(desc, ops, stream, t).ok() && t != nullptr) {
+      // The tuner's tactic: its instance with its launch options, unless the caller set options.
+      if (!is_default_launch(opt.launch)) return detail::launch_with_workspace(*t->entry, desc, ops, opt.launch, stream);
+      const Status s = detail::launch_with_workspace(*t->entry, desc, ops, t->launch, stream);
+      if (s.ok() || is_default_launch(t->launch) || ops.workspace != nullptr || !default_tuner().backend().is_capturing(stream))
+        return s;
+      // First use of a pinned split-K tactic while capturing: ktune's workspace cannot grow now
+      // (cudaMalloc is not capturable). The same instance with default options needs none.
+      return detail::launch_with_workspace(*t->entry, desc, ops, GemmLaunchOptions{}, stream);
+    }
+  }
   const GemmKernelEntry* e = nullptr;
-  if (opt.instance == nullptr && !opt.heuristic && default_tuner().select(desc, ops, stream, e).ok() && e != nullptr)
-    return detail::launch_with_workspace(*e, desc, ops, opt.launch, stream);
   // Forced instance, heuristic choice, or the tuner found nothing: select_gemm says precisely why.
   DeviceInfo dev;
   KTUNE_RETURN_IF_ERROR(current_device(dev));

@@ -208,7 +208,7 @@ TEST_CASE("tuner cache: concurrent writers (threads and processes) lose no entri
 TEST_CASE("tuner cache: a foreign or newer-format file is neither applied nor overwritten") {
   TempDir dir;
   for (const std::string& content : {std::string("my important notes\nline 2\n"),
-                                     std::string(R"({"format":"ktune-cache","version":2})") + "\n" + kGood + "\n",
+                                     std::string(R"({"format":"ktune-cache","version":3})") + "\n" + kGood + "\n",
                                      std::string(R"({"format":"other-tool","version":1})") + "\n"}) {
     CAPTURE(content);
     const std::string path = dir.file("f.ktune");
@@ -287,6 +287,16 @@ TEST_CASE("tuner cache: malformed corpus never crashes and never yields a wrong 
       {"missing device", H + with(kGood, ",\"device\":\"dev\"", "") + "\n", 0, true},
       {"control character in device", H + with(kGood, "\"device\":\"dev\"", "\"device\":\"d\\u0001ev\"") + "\n", 0, true},
       {"nested garbage", H + "{\"op\":{\"op\":{\"op\":[[[[]]]]}}}\n" + G, 1, true},
+      {"version 1 file (before tactics) still loads", "{\"format\":\"ktune-cache\",\"version\":1}\n" + G, 1, true},
+      {"launch: unknown knob", H + with(kGood, "\"ms\":", "\"launch\":\"turbo2\",\"ms\":") + "\n" + G, 1, true},
+      {"launch: split count 1", H + with(kGood, "\"ms\":", "\"launch\":\"split1s\",\"ms\":") + "\n" + G, 1, true},
+      {"launch: split count too large", H + with(kGood, "\"ms\":", "\"launch\":\"split65s\",\"ms\":") + "\n" + G, 1, true},
+      {"launch: cluster 3", H + with(kGood, "\"ms\":", "\"launch\":\"cl3\",\"ms\":") + "\n" + G, 1, true},
+      {"launch: not canonical order", H + with(kGood, "\"ms\":", "\"launch\":\"cl2@split4s\",\"ms\":") + "\n" + G, 1, true},
+      {"launch: leading zero", H + with(kGood, "\"ms\":", "\"launch\":\"split04s\",\"ms\":") + "\n" + G, 1, true},
+      {"launch: trailing @", H + with(kGood, "\"ms\":", "\"launch\":\"split4s@\",\"ms\":") + "\n" + G, 1, true},
+      {"launch: empty string", H + with(kGood, "\"ms\":", "\"launch\":\"\",\"ms\":") + "\n" + G, 1, true},
+      {"launch: not a string", H + with(kGood, "\"ms\":", "\"launch\":4,\"ms\":") + "\n" + G, 1, true},
   };
   CHECK(corpus.size() >= 20);
   CacheEntry good;
@@ -300,6 +310,7 @@ TEST_CASE("tuner cache: malformed corpus never crashes and never yields a wrong 
     for (const CacheEntry* e : r.store.entries()) {
       CHECK(e->key == good.key);
       CHECK(e->instance == good.instance);
+      CHECK(e->launch == good.launch);
       CHECK(e->id == good.id);
       CHECK(e->ms == good.ms);  // the conflicting slower line never wins
     }

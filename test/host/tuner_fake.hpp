@@ -110,8 +110,10 @@ struct FakeResult {
 
 class FakeBackend : public TuningBackend {
  public:
-  // Result per instance; unset instances use `fallback(entry, desc)`.
+  // Result per tactic name (the instance name for default launch options); unset tactics use
+  // `tactic_fallback(tactic, desc)` when set, else `fallback(entry, desc)`.
   std::map<std::string, FakeResult> results;
+  std::function<FakeResult(const GemmTactic&, const GemmDesc&)> tactic_fallback;
   std::function<FakeResult(const GemmKernelEntry&, const GemmDesc&)> fallback = [](const GemmKernelEntry& e, const GemmDesc&) {
     FakeResult r;
     r.ms = 1.0 + double(e.config.tile.m + e.config.tile.n) / 1000.0;
@@ -126,6 +128,7 @@ class FakeBackend : public TuningBackend {
   std::atomic<int> active_sessions{0}, max_active_sessions{0};
   std::mutex log_mu;
   std::vector<std::string> begun_problems;  // "m,n,k" per begin
+  std::vector<std::string> measured;        // tactic names, in the order measure() saw them
 
   static inline thread_local int tls_device = 0;
 
@@ -154,7 +157,7 @@ class FakeBackend : public TuningBackend {
       b_.active_sessions.fetch_sub(1);
       b_.ends.fetch_add(1);
     }
-    Validation validate(const GemmKernelEntry& e) override {
+    Validation validate(const GemmTactic& e) override {
       b_.validates.fetch_add(1);
       const FakeResult r = b_.result(e, d_);
       Validation v;
@@ -162,8 +165,12 @@ class FakeBackend : public TuningBackend {
       v.rel_error = r.rel_error;
       return v;
     }
-    Measurement measure(const GemmKernelEntry& e, const MeasureRequest& req) override {
+    Measurement measure(const GemmTactic& e, const MeasureRequest& req) override {
       b_.measures.fetch_add(1);
+      {
+        std::lock_guard lock(b_.log_mu);
+        b_.measured.push_back(e.name);
+      }
       if (b_.measure_sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(b_.measure_sleep_ms));
       const FakeResult r = b_.result(e, d_);
       Measurement m;
@@ -203,9 +210,10 @@ class FakeBackend : public TuningBackend {
     return {};
   }
 
-  FakeResult result(const GemmKernelEntry& e, const GemmDesc& d) const {
-    auto it = results.find(std::string(e.name));
-    return it != results.end() ? it->second : fallback(e, d);
+  FakeResult result(const GemmTactic& t, const GemmDesc& d) const {
+    auto it = results.find(t.name);
+    if (it != results.end()) return it->second;
+    return tactic_fallback ? tactic_fallback(t, d) : fallback(*t.entry, d);
   }
 };
 

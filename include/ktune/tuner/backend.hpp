@@ -14,6 +14,7 @@
 
 #include "ktune/arch.hpp"
 #include "ktune/dispatch.hpp"
+#include "ktune/gemm/tactics.hpp"
 #include "ktune/problem.hpp"
 #include "ktune/status.hpp"
 #include "ktune/tuner/timing.hpp"
@@ -54,14 +55,17 @@ struct Validation {
   double rel_error = 0;   // relative Frobenius error against the reference output
 };
 
-// Scratch buffers and a reference output for one problem; lives while one key is tuned.
+// Scratch buffers and a reference output for one problem; lives while one key is tuned. A candidate
+// is a tactic: an instance launched with its launch options; a tactic that needs a workspace gets
+// one from the session's scratch (bounded; over the bound it fails to run, with the reason).
 class TuningSession {
  public:
   virtual ~TuningSession() = default;
   // Run the candidate once on the scratch buffers and compare its output with the reference.
-  virtual Validation validate(const GemmKernelEntry& e) = 0;
+  virtual Validation validate(const GemmTactic& t) = 0;
   // Time the candidate: median of repeats, adaptive (see next_step in timing.hpp).
-  virtual Measurement measure(const GemmKernelEntry& e, const MeasureRequest& r) = 0;
+  virtual Measurement measure(const GemmTactic& t, const MeasureRequest& r) = 0;
+  // Device memory the session used: operands, output, flush buffer and workspace (high-water mark).
   virtual std::size_t scratch_bytes() const { return 0; }
   // How it measures, for the log (input data, L2 policy, repeats, reference instance).
   virtual std::string describe() const { return {}; }

@@ -1,10 +1,15 @@
 // ktune/tuner/cache.hpp — the persistent tuning cache: versioned JSON lines, one tuned key per line.
 //
-//   {"format":"ktune-cache","version":1}
+//   {"format":"ktune-cache","version":2}
 //   {"op":"gemm","ab":"bf16","d":"bf16","math":"mma_bf16","a":"row","b":"col","epilogue":"identity",
-//    "m":4096,"n":4096,"k":4096,"batch":1,"m_bucket":"exact","align_a":8,"align_b":8,"align_d":8,
-//    "instance":"ktune_gemm_sm80_bf16_tn_128x256x32_w64x64_s4_a8","ms":0.1912,"tflops":718.8,
-//    "device":"NVIDIA H200|cc90|sm132|l2:62914560|drv13000|rt13000","ktune":"0.1.0","families":"3f0c..."}
+//    "m":16,"n":4096,"k":4096,"batch":1,"m_bucket":"exact","align_a":8,"align_b":8,"align_d":8,
+//    "instance":"ktune_gemm_sm80_bf16_tn_128x256x32_w64x64_s4_a8","launch":"split4s","ms":0.0191,
+//    "tflops":7.0,"device":"NVIDIA H200|cc90|sm132|l2:62914560|drv13000|rt13000","ktune":"0.1.0",
+//    "families":"3f0c..."}
+//
+// The winner is a tactic: "instance" plus "launch", the non-default launch options in the canonical
+// spelling of ktune/gemm/tactics.hpp (absent: default options). Version 1 files (before tactics) are
+// read as entries with default options; saving writes version 2.
 //
 // Every entry carries the device fingerprint, ktune version and instance-table hash it was measured
 // with; only entries whose three match the running process are applied (others are kept in the file,
@@ -35,6 +40,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ktune/gemm/tactics.hpp"
 #include "ktune/status.hpp"
 #include "ktune/tuner/json.hpp"
 #include "ktune/tuner/key.hpp"
@@ -42,7 +48,8 @@
 namespace ktune::tuner {
 
 inline constexpr std::string_view cache_format_name = "ktune-cache";
-inline constexpr int cache_format_version = 1;
+inline constexpr int cache_format_version = 2;
+inline constexpr int cache_oldest_readable_version = 1;  // version 1: no "launch" field (default options)
 inline constexpr std::size_t cache_max_file_bytes = 64u << 20;   // larger files are not read
 inline constexpr std::size_t cache_max_line_bytes = 64u << 10;   // longer lines are rejected
 
@@ -58,14 +65,20 @@ struct CacheEntry {
   ProblemKey key;
   CacheIdentity id;
   std::string instance;
+  std::string launch;    // launch_suffix() of the tactic's options; empty: default options
   double ms = 0.0;       // median time of the winner when it was tuned
   double tflops = 0.0;
 
-  // Deterministic "better" order used by every merge: faster, then smaller name, then (same time and
-  // instance, e.g. a hand-edited line) larger tflops, so a merge never depends on the order of its inputs.
+  // The tactic's name (instance@launch), as logs and reports spell it.
+  std::string tactic() const { return launch.empty() ? instance : instance + tactic_separator + launch; }
+
+  // Deterministic "better" order used by every merge: faster, then smaller instance name and launch
+  // options, then (same time and tactic, e.g. a hand-edited line) larger tflops, so a merge never
+  // depends on the order of its inputs.
   bool better_than(const CacheEntry& o) const {
     if (ms != o.ms) return ms < o.ms;
     if (instance != o.instance) return instance < o.instance;
+    if (launch != o.launch) return launch < o.launch;
     return tflops > o.tflops;
   }
 };
@@ -78,7 +91,8 @@ inline std::string header_line() {
 
 inline std::string to_line(const CacheEntry& e) {
   const ProblemKey& k = e.key;
-  return json::ObjectWriter()
+  json::ObjectWriter w;
+  w
       .str("op", to_string(k.op))
       .str("ab", to_string(k.ab_type))
       .str("d", to_string(k.d_type))
@@ -94,8 +108,9 @@ inline std::string to_line(const CacheEntry& e) {
       .integer("align_a", k.align_a)
       .integer("align_b", k.align_b)
       .integer("align_d", k.align_d)
-      .str("instance", e.instance)
-      .number("ms", e.ms)
+      .str("instance", e.instance);
+  if (!e.launch.empty()) w.str("launch", e.launch);
+  return w.number("ms", e.ms)
       .number("tflops", e.tflops)
       .str("device", e.id.device)
       .str("ktune", e.id.version)
@@ -178,6 +193,14 @@ inline bool parse_entry(const json::Value& v, CacheEntry& e, std::string& why) {
   k.align_b = static_cast<std::uint8_t>(al[1]);
   k.align_d = static_cast<std::uint8_t>(al[2]);
   if (!v.get_string("instance", e.instance) || !detail::plausible_name(e.instance, 200)) return bad("missing or malformed \"instance\"");
+  e.launch.clear();
+  if (v.get("launch") != nullptr) {
+    GemmLaunchOptions lo;
+    std::string why_launch;
+    if (!v.get_string("launch", e.launch)) return bad("\"launch\" must be a string");
+    if (e.launch.empty() || e.launch.size() > 100 || !parse_launch_suffix(e.launch, lo, why_launch))
+      return bad("malformed \"launch\": " + (e.launch.empty() ? std::string("empty (omit it for default options)") : why_launch));
+  }
   if (!v.get_double("ms", e.ms) || !(e.ms > 0.0) || e.ms > 1e7) return bad("\"ms\" must be a positive finite number");
   if (v.get("tflops") != nullptr) {
     if (!v.get_double("tflops", e.tflops) || e.tflops < 0.0) return bad("\"tflops\" must be a finite number >= 0");
@@ -334,7 +357,7 @@ inline CacheParseResult parse_cache_text(std::string_view text, std::string_view
                              std::to_string(cache_format_version) + "); ignoring the file and leaving it untouched");
         return r;
       }
-      if (ver != cache_format_version) {  // older formats: none exist yet
+      if (ver < cache_oldest_readable_version) {
         r.kind = CacheFileKind::foreign;
         r.warnings.push_back(at + ": unknown ktune cache format version " + std::to_string(ver) + "; ignoring the file");
         return r;
@@ -356,7 +379,8 @@ inline CacheParseResult parse_cache_text(std::string_view text, std::string_view
         std::string fmt;
         if (v.get_string("format", fmt)) {  // a second header (concatenated files)
           std::int64_t ver = 0;
-          if (fmt == cache_format_name && v.get_int("version", ver) && ver == cache_format_version) {
+          if (fmt == cache_format_name && v.get_int("version", ver) && ver >= cache_oldest_readable_version &&
+              ver <= cache_format_version) {
             --r.lines;
             continue;
           }

@@ -4,7 +4,10 @@
 // Scratch, never the caller's buffers: a session allocates (from a per-device pool, grown on demand,
 // released by release_scratch()) one buffer per operand the problem reads and one output, with the
 // problem's leading dimensions, offset so that every pointer has exactly the key's alignment class.
-// That is at most one extra copy of the operands and the output, plus an L2-flush buffer of 2× L2.
+// That is at most one extra copy of the operands and the output, plus an L2-flush buffer of 2× L2,
+// plus, for tactics that need one (split-K partial sums and semaphores), a workspace grown to the
+// largest candidate's need and bounded by CudaBackendOptions::max_workspace_bytes (a tactic needing
+// more fails to run, with the reason in the tactic log). The log states the total.
 // The caller's data are never read or written, so C aliasing D, or a later kernel in the caller's
 // stream, cannot be affected — and tune_pending() can tune keys whose buffers are long gone.
 //
@@ -140,6 +143,7 @@ struct CudaBackendOptions {
   bool flush_l2 = true;                            // memset 2×L2 before every timed repeat
   std::size_t max_validation_elements = 1u << 20;  // sampled output elements compared per candidate
   int max_reference_tries = 3;
+  std::size_t max_workspace_bytes = std::size_t{256} << 20;  // per tactic; larger needs are not measured
 };
 
 class CudaBackend : public TuningBackend {
@@ -175,8 +179,9 @@ class CudaBackend : public TuningBackend {
       if (pool->buf) (void)cudaFree(pool->buf);
       if (pool->flush) (void)cudaFree(pool->flush);
       if (pool->host) (void)cudaFreeHost(pool->host);
-      pool->buf = pool->flush = pool->host = nullptr;
-      pool->bytes = pool->flush_bytes = pool->host_bytes = 0;
+      if (pool->work) (void)cudaFree(pool->work);
+      pool->buf = pool->flush = pool->host = pool->work = nullptr;
+      pool->bytes = pool->flush_bytes = pool->host_bytes = pool->work_bytes = 0;
       if (prev >= 0) (void)cudaSetDevice(prev);
       (void)cudaGetLastError();
     }
@@ -193,6 +198,8 @@ class CudaBackend : public TuningBackend {
     std::size_t flush_bytes = 0;
     void* host = nullptr;  // pinned, for sampled rows
     std::size_t host_bytes = 0;
+    void* work = nullptr;  // workspace of tactics that need one
+    std::size_t work_bytes = 0;
     cudaStream_t stream = nullptr;
     std::vector<cudaEvent_t> events;
   };
@@ -364,7 +371,7 @@ class CudaSession : public TuningSession {
     return {};
   }
 
-  Validation validate(const GemmKernelEntry& e) override {
+  Validation validate(const GemmTactic& t) override {
     Validation v;
     if (ref_.empty() && ref_status_.ok()) (void)(ref_status_ = make_reference());
     if (!ref_status_.ok()) {
@@ -373,18 +380,23 @@ class CudaSession : public TuningSession {
     }
     std::vector<double> got;
     double ms = 0;
-    (void)(v.status = run_and_sample(e, got, &ms));
+    (void)(v.status = run_and_sample(*t.entry, t.launch, got, &ms));
     if (!v.status.ok()) return v;
-    first_ms_[&e] = ms;
+    first_ms_[t.name] = ms;
     v.rel_error = rel_error(got, ref_);
     return v;
   }
 
-  Measurement measure(const GemmKernelEntry& e, const MeasureRequest& req) override {
+  Measurement measure(const GemmTactic& t, const MeasureRequest& req) override {
     Measurement m;
+    const GemmKernelEntry& e = *t.entry;
     const auto t0 = std::chrono::steady_clock::now();
     double est = 0;
-    if (auto it = first_ms_.find(&e); it != first_ms_.end()) est = it->second;
+    if (auto it = first_ms_.find(t.name); it != first_ms_.end()) est = it->second;
+    if (Status s = bind_workspace(e, t.launch); !s.ok()) {
+      (void)(m.status = s);
+      return m;
+    }
     if (est > req.max_launch_ms) {
       m.ms = est;
       m.repeats = 1;
@@ -403,7 +415,7 @@ class CudaSession : public TuningSession {
         }
     }
     std::vector<double> samples;
-    GemmLaunchOptions lo;
+    const GemmLaunchOptions& lo = t.launch;
     for (;;) {
       int n = batch_max;
       // A slow kernel under a tight budget: fewer repeats per batch (at least one).
@@ -453,13 +465,14 @@ class CudaSession : public TuningSession {
     }
   }
 
-  std::size_t scratch_bytes() const override { return scratch_bytes_; }
+  std::size_t scratch_bytes() const override { return scratch_bytes_ + workspace_high_; }
 
   std::string describe() const override {
     std::string s = "synthetic inputs, ";
     s += opt_.flush_l2 ? "L2 flushed before each repeat" : "L2 not flushed";
     s += ", median of adaptive repeats, reference ";
     s += ref_name_.empty() ? std::string("(none)") : ref_name_;
+    if (workspace_high_ > 0) s += ", workspace up to " + std::to_string((workspace_high_ + 1023) / 1024) + " KiB";
     return s;
   }
 
@@ -483,7 +496,37 @@ class CudaSession : public TuningSession {
   std::vector<double> ref_;
   Status ref_status_;
   std::string ref_name_;
-  std::unordered_map<const GemmKernelEntry*, double> first_ms_;
+  std::unordered_map<std::string, double> first_ms_;  // validation run's time, by tactic name
+  std::size_t workspace_high_ = 0;
+
+  // Point ops_.workspace at enough pooled scratch for this tactic (none when it needs none).
+  Status bind_workspace(const GemmKernelEntry& e, const GemmLaunchOptions& lo) {
+    ops_.workspace = nullptr;
+    ops_.workspace_bytes = 0;
+    const std::size_t need = workspace_bytes_for(e, d_, lo);
+    if (need == 0) return {};
+    if (need > opt_.max_workspace_bytes)
+      return error(StatusCode::unsupported, "needs " + std::to_string(need >> 20) + " MiB of workspace, over the tuning bound of " +
+                                                std::to_string(opt_.max_workspace_bytes >> 20) + " MiB");
+    if (pool_.work_bytes < need) {
+      // Stream order: earlier launches may still use the old buffer.
+      KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(pool_.stream), "tuning stream"));
+      if (pool_.work) (void)cudaFree(pool_.work);
+      pool_.work = nullptr;
+      pool_.work_bytes = 0;
+      const std::size_t want = (need + (1u << 20) - 1) / (1u << 20) * (1u << 20);
+      if (cudaMalloc(&pool_.work, want) != cudaSuccess) {
+        (void)cudaGetLastError();
+        pool_.work = nullptr;
+        return error(StatusCode::cuda_error, "cannot allocate " + std::to_string(want >> 20) + " MiB of tuning workspace");
+      }
+      pool_.work_bytes = want;
+    }
+    workspace_high_ = std::max(workspace_high_, need);
+    ops_.workspace = pool_.work;
+    ops_.workspace_bytes = pool_.work_bytes;
+    return {};
+  }
 
   Status fill(detail::Operand& o) {
     const int es = size_of(o.type);
@@ -504,15 +547,16 @@ class CudaSession : public TuningSession {
   }
 
   // Poison D, run once (timed), copy the sampled rows to `out` (as doubles).
-  Status run_and_sample(const GemmKernelEntry& e, std::vector<double>& out, double* ms) {
+  Status run_and_sample(const GemmKernelEntry& e, const GemmLaunchOptions& lo, std::vector<double>& out, double* ms) {
     const int ed = size_of(d_.d_type);
+    KTUNE_RETURN_IF_ERROR(bind_workspace(e, lo));
     KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(out_.ptr, 0xff, out_.elements * static_cast<std::size_t>(ed), pool_.stream), "poisoning D"));
     if (pool_.events.size() < 2) {
       pool_.events.resize(2, nullptr);
       for (auto& ev : pool_.events) KTUNE_RETURN_IF_ERROR(cuda_status(cudaEventCreate(&ev), "cudaEventCreate"));
     }
     cudaEventRecord(pool_.events[0], pool_.stream);
-    KTUNE_RETURN_IF_ERROR(e.launch(d_, ops_, GemmLaunchOptions{}, pool_.stream));
+    KTUNE_RETURN_IF_ERROR(e.launch(d_, ops_, lo, pool_.stream));
     cudaEventRecord(pool_.events[1], pool_.stream);
     const std::size_t row_bytes = static_cast<std::size_t>(d_.n) * static_cast<std::size_t>(ed);
     auto* host = static_cast<unsigned char*>(pool_.host);
@@ -582,7 +626,7 @@ class CudaSession : public TuningSession {
     for (const GemmKernelEntry* r : refs_) {
       std::vector<double> out;
       double ms = 0;
-      Status s = run_and_sample(*r, out, &ms);
+      Status s = run_and_sample(*r, GemmLaunchOptions{}, out, &ms);
       if (!s.ok()) {
         why += std::string(why.empty() ? "" : "; ") + std::string(r->name) + ": " + s.message();
         continue;

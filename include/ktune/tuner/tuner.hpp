@@ -1,26 +1,35 @@
 // ktune/tuner/tuner.hpp — the runtime tuner: benchmark once per problem key, validate, pin the
 // fastest, persist; constant-time lookup afterwards.
 //
+// What it picks is a tactic (ktune/gemm/tactics.hpp): an instance plus the launch options it runs
+// with (split-K, sm90 cluster size, raster group), named "<instance>[@knob...]" in logs and the cache.
+//
 // select(desc, ops, stream) for a key seen before (the hot path): cudaGetDevice-equivalent, alignment
 // classes, a POD key and its hash, one shared-lock hash-map lookup, one atomic load. No allocation,
-// no string building.
+// no string building. Pinned tactics live in a per-tuner arena for the tuner's lifetime, so the
+// pointer select() returns stays valid after reset().
 //
 // For a new key (policy Tune):
 //   1. the persistent cache is consulted (entry for this device fingerprint, ktune version and
-//      instance table, naming an instance that exists and accepts the problem);
-//   2. otherwise candidates = the table entries whose can_implement accepts; ranked by the cost model
-//      (default: heuristic_cost), top-k kept, the rest logged as pruned by model;
-//   3. each is run once on scratch buffers (never the caller's: the backend owns synthetic inputs and
-//      its own output) and compared with a reference; failures are excluded and logged;
+//      instance table, naming an instance that exists and accepts the problem, with launch options
+//      that launch_variants() offers for it);
+//   2. otherwise candidates = every launch variant of every table entry whose can_implement accepts;
+//      ranked by the cost model (default: heuristic_cost × tactic_cost_factor), top-k kept, the rest
+//      logged as pruned by model;
+//   3. each is run once on scratch buffers (never the caller's: the backend owns synthetic inputs, its
+//      own output and its own workspace for tactics that need one) and compared with a reference;
+//      failures are excluded and logged;
 //   4. the valid ones are timed (median of adaptive repeats) within the key's time budget;
-//   5. the fastest wins, near-ties (within tie_band) going to fewer resources, then the name;
+//   5. the fastest wins, near-ties (within tie_band) going to fewer resources, then the name (so the
+//      default options of an instance win a near-tie with its variants);
 //   6. the winner is pinned in memory and added to the cache (saved at once when a path is set).
 // Many threads asking for the same new key: one tunes, the others wait on that key's mutex and then
 // read its winner. Different keys are independent; measurements on one device are serialised so
 // they do not disturb each other's timings.
 //
 // While the caller's stream is capturing a CUDA graph nothing is benchmarked or synchronised: the
-// call gets the cached or heuristic instance and the key is remembered; tune_pending() tunes those.
+// call gets the cached or heuristic instance (default launch options: no workspace is needed) and the
+// key is remembered; tune_pending() tunes those.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -43,6 +52,7 @@
 #include "ktune/arch.hpp"
 #include "ktune/dispatch.hpp"
 #include "ktune/gemm/heuristic.hpp"
+#include "ktune/gemm/tactics.hpp"
 #include "ktune/problem.hpp"
 #include "ktune/status.hpp"
 #include "ktune/tuner/backend.hpp"
@@ -68,14 +78,16 @@ constexpr std::string_view to_string(Policy p) {
   return "?";
 }
 
-// Lower is better. Must not throw; NaN counts as +∞.
+// Lower is better. Must not throw; NaN counts as +∞. A launch variant's cost is the instance's cost
+// times tactic_cost_factor().
 using CostModel = std::function<double(const GemmKernelEntry&, const GemmDesc&, const DeviceInfo&)>;
 using LogSink = std::function<void(LogLevel, std::string_view)>;
 using ReportCallback = std::function<void(const TuningReport&)>;
 
 struct TunerOptions {
   Policy policy = Policy::tune;
-  int max_candidates = 32;        // top-k by cost model that are measured; ≤ 0: all
+  int max_candidates = 32;        // top-k tactics by cost model that are measured; ≤ 0: all
+  bool launch_variants = true;    // also rank/measure launch_variants() (split-K, cluster, raster); false: default options only
   double max_ms_per_key = 2000;   // wall-clock budget for measuring one key; ≤ 0: none (≥ 1 candidate is always measured)
   double max_launch_ms = 1000;    // a candidate whose single run takes longer is excluded
   double tie_band = 0.02;         // relative; within it, fewer resources then the name win
@@ -140,9 +152,10 @@ class Tuner {
 
   // ---- The dispatch entry point -----------------------------------------------------------------------
 
-  // The instance to run this (validated) problem with. Tunes the key on first use (see the header).
-  // `ops` is only used for its alignment: tuning never touches the caller's buffers.
-  Status select(const GemmDesc& desc, const GemmOperands& ops, cudaStream_t stream, const GemmKernelEntry*& out) {
+  // The tactic to run this (validated) problem with. Tunes the key on first use (see the header).
+  // `ops` is only used for its alignment: tuning never touches the caller's buffers. The pointer stays
+  // valid for the tuner's lifetime.
+  Status select(const GemmDesc& desc, const GemmOperands& ops, cudaStream_t stream, const GemmTactic*& out) {
     out = nullptr;
     int ordinal = -1;
     if (Status s = backend_->current_device(ordinal); !s.ok()) return s;
@@ -153,7 +166,7 @@ class Tuner {
       std::shared_lock lock(ctx->mu);
       auto it = ctx->slots.find(key);
       if (it != ctx->slots.end()) {
-        if (const GemmKernelEntry* w = it->second->winner.load(std::memory_order_acquire)) {
+        if (const GemmTactic* w = it->second->winner.load(std::memory_order_acquire)) {
           out = w;
           return {};
         }
@@ -162,8 +175,17 @@ class Tuner {
     return guarded([&] { return select_slow(ordinal, resolved(desc), al, key, stream, out); });
   }
 
-  // The pinned instance for this problem on the current device, or nullptr. Never tunes.
-  const GemmKernelEntry* lookup(const GemmDesc& desc, const GemmOperands& ops) {
+  // The instance only, for callers that launch with options of their own (the pinned tactic's launch
+  // options are dropped; an instance is correct with any options it accepts).
+  Status select(const GemmDesc& desc, const GemmOperands& ops, cudaStream_t stream, const GemmKernelEntry*& out) {
+    const GemmTactic* t = nullptr;
+    const Status s = select(desc, ops, stream, t);
+    out = t != nullptr ? t->entry : nullptr;
+    return s;
+  }
+
+  // The pinned tactic for this problem on the current device, or nullptr. Never tunes.
+  const GemmTactic* lookup_tactic(const GemmDesc& desc, const GemmOperands& ops) {
     int ordinal = -1;
     if (!backend_->current_device(ordinal).ok()) return nullptr;
     DeviceContext* ctx = context_fast(ordinal);
@@ -172,6 +194,11 @@ class Tuner {
     std::shared_lock lock(ctx->mu);
     auto it = ctx->slots.find(key);
     return it == ctx->slots.end() ? nullptr : it->second->winner.load(std::memory_order_acquire);
+  }
+  // The pinned tactic's instance, or nullptr.
+  const GemmKernelEntry* lookup(const GemmDesc& desc, const GemmOperands& ops) {
+    const GemmTactic* t = lookup_tactic(desc, ops);
+    return t != nullptr ? t->entry : nullptr;
   }
 
   // ---- Explicit tuning -----------------------------------------------------------------------------------
@@ -197,11 +224,11 @@ class Tuner {
           report->device = ordinal;
           report->device_name = ctx->info.name;
           report->source = slot->source;
-          report->winner = std::string(slot->winner.load()->name);
+          report->winner = slot->winner.load()->name;
         }
         return {};
       }
-      const GemmKernelEntry* w = nullptr;
+      const GemmTactic* w = nullptr;
       return tune_locked(*ctx, *slot, d, al, key, opt, w, report);
     });
   }
@@ -223,7 +250,7 @@ class Tuner {
         std::shared_ptr<Slot> slot = slot_for(*ctx, p.key);
         std::lock_guard lock(slot->mu);
         if (slot->winner.load(std::memory_order_acquire) != nullptr) return {};
-        const GemmKernelEntry* w = nullptr;
+        const GemmTactic* w = nullptr;
         Status st = tune_locked(*ctx, *slot, p.desc, p.al, p.key, options(), w, nullptr);
         if (st.ok()) ++n;
         return st;
@@ -239,22 +266,30 @@ class Tuner {
     return pending_.size();
   }
 
-  // Force an instance for a problem on the current device (it must accept the problem).
-  Status pin(const GemmDesc& desc, const GemmAlignment& al, std::string_view instance) {
+  // Force a tactic for a problem on the current device: an instance name, optionally with launch
+  // options ("<instance>@split4s@cl2", see tactics.hpp). The instance must accept the problem and the
+  // options; unlike tuned tactics, any options the instance accepts may be pinned.
+  Status pin(const GemmDesc& desc, const GemmAlignment& al, std::string_view tactic) {
     return guarded([&]() -> Status {
       int ordinal = -1;
       KTUNE_RETURN_IF_ERROR(backend_->current_device(ordinal));
       DeviceContext* ctx = nullptr;
       KTUNE_RETURN_IF_ERROR(context(ordinal, ctx));
       const GemmDesc d = resolved(desc);
+      std::string_view instance, suffix;
+      split_tactic_name(tactic, instance, suffix);
       const GemmKernelEntry* e = table_->find(instance);
       if (e == nullptr) return error(StatusCode::no_instance, "no instance named " + std::string(instance));
       KTUNE_RETURN_IF_ERROR(can_implement(*e, d, al, &ctx->info));
+      GemmLaunchOptions lo;
+      std::string why;
+      if (!suffix.empty() && !parse_launch_suffix(suffix, lo, why)) return error(StatusCode::invalid_argument, why);
+      KTUNE_RETURN_IF_ERROR(check_launch_options(*e, lo));
       const ProblemKey key = make_key(d, al, bucketing_.load(std::memory_order_relaxed));
       std::shared_ptr<Slot> slot = slot_for(*ctx, key);
       std::lock_guard lock(slot->mu);
       slot->source = Source::pinned;
-      slot->winner.store(e, std::memory_order_release);
+      slot->winner.store(intern(e, lo), std::memory_order_release);
       return {};
     });
   }
@@ -349,6 +384,34 @@ class Tuner {
     return {};
   }
 
+  // Candidate tactics ranked by the cost model (best first): every launch variant of every instance
+  // that can implement the problem (only default options when `variants` is false). Ties go to the
+  // smaller name, so an instance's default options come before its variants of equal cost.
+  std::vector<GemmTactic> ranked_tactics(const GemmDesc& d, const GemmAlignment& al, const DeviceInfo& dev, const CostModel& cost,
+                                         bool variants = true, std::vector<std::string>* why_not = nullptr) const {
+    std::vector<const GemmKernelEntry*> c = table_->candidates(d, al, &dev, why_not);
+    std::vector<std::pair<double, GemmTactic>> scored;
+    scored.reserve(c.size() * 2);
+    for (const GemmKernelEntry* e : c) {
+      double base = cost ? cost(*e, d, dev) : heuristic_cost(*e, d, dev);
+      if (std::isnan(base)) base = std::numeric_limits<double>::infinity();
+      const std::vector<GemmLaunchOptions> opts = variants ? launch_variants(*e, d, dev) : std::vector<GemmLaunchOptions>{GemmLaunchOptions{}};
+      for (const GemmLaunchOptions& o : opts) {
+        if (!check_launch_options(*e, o).ok()) continue;
+        double x = base * tactic_cost_factor(*e, o, d, dev);
+        if (std::isnan(x)) x = std::numeric_limits<double>::infinity();
+        scored.emplace_back(x, GemmTactic{e, o, tactic_name(e->name, o)});
+      }
+    }
+    std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second.name < b.second.name;
+    });
+    std::vector<GemmTactic> out;
+    out.reserve(scored.size());
+    for (auto& [x, t] : scored) out.push_back(std::move(t));
+    return out;
+  }
+
   // Candidates ranked by the cost model (best first); exposed for explain tools.
   std::vector<const GemmKernelEntry*> ranked_candidates(const GemmDesc& d, const GemmAlignment& al, const DeviceInfo& dev,
                                                         const CostModel& cost, std::vector<std::string>* why_not = nullptr) const {
@@ -370,7 +433,7 @@ class Tuner {
  private:
   struct Slot {
     std::mutex mu;  // held while this key is decided
-    std::atomic<const GemmKernelEntry*> winner{nullptr};
+    std::atomic<const GemmTactic*> winner{nullptr};  // points into tactics_
     Source source = Source::tuned;  // guarded by mu
   };
   struct DeviceContext {
@@ -405,6 +468,18 @@ class Tuner {
 
   mutable std::mutex pending_mu_;
   std::vector<Pending> pending_;
+
+  // Every tactic ever pinned, by name; never freed before the tuner (select() hands out pointers).
+  std::mutex tactics_mu_;
+  std::unordered_map<std::string, std::unique_ptr<GemmTactic>> tactics_;
+
+  const GemmTactic* intern(const GemmKernelEntry* e, const GemmLaunchOptions& o) {
+    std::string name = tactic_name(e->name, o);
+    std::lock_guard lock(tactics_mu_);
+    auto& t = tactics_[name];
+    if (!t) t = std::make_unique<GemmTactic>(GemmTactic{e, o, std::move(name)});
+    return t.get();
+  }
 
   std::atomic<std::uint64_t> misses_{0}, tunings_{0}, from_cache_{0}, heuristic_{0}, deferred_{0};
 
@@ -518,16 +593,18 @@ class Tuner {
     return s;
   }
 
-  // The cache's instance for this key on this device, if it exists, is in the table and accepts the
-  // problem. Anything else is ignored with a warning (never applied).
-  const GemmKernelEntry* from_cache(DeviceContext& ctx, const ProblemKey& key, const GemmDesc& d, const GemmAlignment& al,
-                                    double* ms) {
-    std::string name;
+  // The cache's tactic for this key on this device, if its instance is in the table and accepts the
+  // problem, and its launch options are ones launch_variants() offers for it. Anything else is ignored
+  // with a warning (never applied).
+  const GemmTactic* from_cache(DeviceContext& ctx, const ProblemKey& key, const GemmDesc& d, const GemmAlignment& al,
+                               double* ms) {
+    std::string name, launch;
     {
       std::lock_guard lock(store_mu_);
       const CacheEntry* e = store_.find(key, ctx.id);
       if (e == nullptr) return nullptr;
       name = e->instance;
+      launch = e->launch;
       if (ms) *ms = e->ms;
     }
     const GemmKernelEntry* inst = table_->find(name);
@@ -541,7 +618,18 @@ class Tuner {
                               "', which cannot run it (" + s.message() + "); ignoring it");
       return nullptr;
     }
-    return inst;
+    GemmLaunchOptions lo;
+    std::string why;
+    if (!launch.empty() && !parse_launch_suffix(launch, lo, why)) {
+      log(LogLevel::warn, "tuning cache entry for " + to_string(key) + ": " + why + "; ignoring it");
+      return nullptr;
+    }
+    if (!check_launch_options(*inst, lo).ok() || !is_launch_variant(*inst, lo, d, ctx.info)) {
+      log(LogLevel::warn, "tuning cache entry for " + to_string(key) + " names tactic '" + tactic_name(name, lo) +
+                              "', whose launch options this build does not offer for the problem; ignoring it");
+      return nullptr;
+    }
+    return intern(inst, lo);
   }
 
   Status no_candidates_error(const GemmDesc& d, const GemmAlignment& al) const {
@@ -573,13 +661,13 @@ class Tuner {
   }
 
   Status select_slow(int ordinal, const GemmDesc& d, const GemmAlignment& al, const ProblemKey& key, cudaStream_t stream,
-                     const GemmKernelEntry*& out) {
+                     const GemmTactic*& out) {
     misses_.fetch_add(1, std::memory_order_relaxed);
     DeviceContext* ctx = nullptr;
     KTUNE_RETURN_IF_ERROR(context(ordinal, ctx));
     const TunerOptions opt = options();
     std::shared_ptr<Slot> slot = slot_for(*ctx, key);
-    if (const GemmKernelEntry* w = slot->winner.load(std::memory_order_acquire)) {
+    if (const GemmTactic* w = slot->winner.load(std::memory_order_acquire)) {
       out = w;
       return {};
     }
@@ -590,19 +678,19 @@ class Tuner {
     } else {
       lock.lock();  // another thread may be tuning this key: wait for its result
     }
-    if (const GemmKernelEntry* w = slot->winner.load(std::memory_order_acquire)) {
+    if (const GemmTactic* w = slot->winner.load(std::memory_order_acquire)) {
       out = w;
       return {};
     }
     const auto t0 = Clock::now();
     if (opt.policy != Policy::heuristic) {
       double ms = 0;
-      if (const GemmKernelEntry* e = from_cache(*ctx, key, d, al, &ms)) {
+      if (const GemmTactic* e = from_cache(*ctx, key, d, al, &ms)) {
         slot->source = Source::cache;
         slot->winner.store(e, std::memory_order_release);
         from_cache_.fetch_add(1, std::memory_order_relaxed);
         TuningReport r = base_report(*ctx, key, Source::cache);
-        r.winner = std::string(e->name);
+        r.winner = e->name;
         r.winner_ms = ms;
         r.winner_tflops = tflops_of(2.0 * double(d.m) * double(d.n) * double(d.k), ms);
         r.tuning_ms = ms_since(t0);
@@ -614,15 +702,16 @@ class Tuner {
     if (opt.policy != Policy::tune) {
       std::vector<const GemmKernelEntry*> ranked = ranked_candidates(d, al, ctx->info, opt.cost_model);
       if (ranked.empty()) return no_candidates_error(d, al);
+      const GemmTactic* t = intern(ranked.front(), GemmLaunchOptions{});
       slot->source = Source::heuristic;
-      slot->winner.store(ranked.front(), std::memory_order_release);
+      slot->winner.store(t, std::memory_order_release);
       heuristic_.fetch_add(1, std::memory_order_relaxed);
       TuningReport r = base_report(*ctx, key, Source::heuristic);
-      r.winner = std::string(ranked.front()->name);
+      r.winner = t->name;
       r.tuning_ms = ms_since(t0);
       r.note = "policy " + std::string(to_string(opt.policy));
       publish(r, opt);
-      out = ranked.front();
+      out = t;
       return {};
     }
     if (capturing) return deferred(*ctx, d, al, key, opt, out, /*remember=*/true);
@@ -631,11 +720,11 @@ class Tuner {
 
   // Capture in progress: cost-model rank 1, not pinned; the key is remembered for tune_pending().
   Status deferred(DeviceContext& ctx, const GemmDesc& d, const GemmAlignment& al, const ProblemKey& key,
-                  const TunerOptions& opt, const GemmKernelEntry*& out, bool remember) {
+                  const TunerOptions& opt, const GemmTactic*& out, bool remember) {
     deferred_.fetch_add(1, std::memory_order_relaxed);
     std::vector<const GemmKernelEntry*> ranked = ranked_candidates(d, al, ctx.info, opt.cost_model);
     if (ranked.empty()) return no_candidates_error(d, al);
-    out = ranked.front();
+    out = intern(ranked.front(), GemmLaunchOptions{});
     if (!remember) return {};
     bool added = false;
     {
@@ -650,7 +739,7 @@ class Tuner {
     if (added) {
       heuristic_.fetch_add(1, std::memory_order_relaxed);
       TuningReport r = base_report(ctx, key, Source::deferred);
-      r.winner = std::string(out->name);
+      r.winner = out->name;
       r.note = "stream is capturing a CUDA graph: not benchmarked; call ktune::tune_pending() later";
       publish(r, opt);
     }
@@ -659,12 +748,17 @@ class Tuner {
 
   // Measure and pin. Caller holds slot.mu.
   Status tune_locked(DeviceContext& ctx, Slot& slot, const GemmDesc& d, const GemmAlignment& al, const ProblemKey& key,
-                     const TunerOptions& opt, const GemmKernelEntry*& out, TuningReport* report_out) {
+                     const TunerOptions& opt, const GemmTactic*& out, TuningReport* report_out) {
     const auto t0 = Clock::now();
     const bool verbose = logs(LogLevel::verbose) || static_cast<bool>(opt.on_report) || report_out != nullptr;
     std::vector<std::string> why_not;
-    std::vector<const GemmKernelEntry*> ranked = ranked_candidates(d, al, ctx.info, opt.cost_model, verbose ? &why_not : nullptr);
+    const std::vector<GemmTactic> ranked =
+        ranked_tactics(d, al, ctx.info, opt.cost_model, opt.launch_variants, verbose ? &why_not : nullptr);
     if (ranked.empty()) return no_candidates_error(d, al);
+    // The instances among them, best-ranked first: the session picks its reference among these.
+    std::vector<const GemmKernelEntry*> instances;
+    for (const GemmTactic& t : ranked)
+      if (std::find(instances.begin(), instances.end(), t.entry) == instances.end()) instances.push_back(t.entry);
 
     TuningReport r = base_report(ctx, key, Source::tuned);
     const double flops = 2.0 * double(d.m) * double(d.n) * double(d.k);
@@ -678,15 +772,16 @@ class Tuner {
     {
       std::lock_guard bench(ctx.bench_mu);
       std::unique_ptr<TuningSession> session;
-      (void)(session_status = backend_->begin(ctx.ordinal, d, al, std::span<const GemmKernelEntry* const>(ranked), session));
+      (void)(session_status = backend_->begin(ctx.ordinal, d, al, std::span<const GemmKernelEntry* const>(instances), session));
       if (session_status.ok() && !session) (void)(session_status = error(StatusCode::internal, "backend returned no session"));
       if (session_status.ok()) {
         const auto m0 = Clock::now();
         double best = std::numeric_limits<double>::infinity();
         for (std::size_t i = 0; i < keep; ++i) {
-          const GemmKernelEntry& e = *ranked[i];
+          const GemmTactic& tac = ranked[i];
+          const GemmKernelEntry& e = *tac.entry;
           TacticRecord t;
-          t.name = std::string(e.name);
+          t.name = tac.name;
           t.rank = static_cast<int>(i + 1);
           const double spent = ms_since(m0);
           if (opt.max_ms_per_key > 0 && spent >= opt.max_ms_per_key && !contenders.empty()) {
@@ -695,7 +790,7 @@ class Tuner {
             r.records.push_back(std::move(t));
             continue;
           }
-          Validation v = session->validate(e);
+          Validation v = session->validate(tac);
           t.rel_error = v.rel_error;
           if (!v.status.ok()) {
             t.status = TacticStatus::failed_launch;
@@ -714,7 +809,7 @@ class Tuner {
           req.best_ms = best;
           req.max_launch_ms = opt.max_launch_ms;
           if (opt.max_ms_per_key > 0) req.budget_ms = std::max(0.0, opt.max_ms_per_key - ms_since(m0)) / double(keep - i);
-          Measurement m = session->measure(e, req);
+          Measurement m = session->measure(tac, req);
           t.repeats = m.repeats;
           if (!m.status.ok()) {
             t.status = TacticStatus::failed_launch;
@@ -736,8 +831,8 @@ class Tuner {
           } else {
             t.status = TacticStatus::measured;
             best = std::min(best, m.ms);
-            contenders.push_back(Contender{e.name, m.ms, static_cast<long long>(e.resources.threads) * e.resources.smem_bytes,
-                                           contenders.size()});
+            contenders.push_back(Contender{tac.name, m.ms, static_cast<long long>(e.resources.threads) * e.resources.smem_bytes,
+                                           i});
             contender_record.push_back(r.records.size());
             t.detail = "spread " + detail::fmt("%.1f%%", m.spread * 100) + ", stop: " + std::string(to_string(m.stop));
           }
@@ -749,7 +844,7 @@ class Tuner {
     }
     for (std::size_t i = keep; i < ranked.size(); ++i) {
       TacticRecord t;
-      t.name = std::string(ranked[i]->name);
+      t.name = ranked[i].name;
       t.rank = static_cast<int>(i + 1);
       t.status = TacticStatus::pruned_by_model;
       t.detail = "rank " + std::to_string(i + 1) + " > max_candidates " + std::to_string(opt.max_candidates);
@@ -765,9 +860,10 @@ class Tuner {
     }
 
     const int win = pick_winner(contenders, opt.tie_band);
-    const GemmKernelEntry* winner = nullptr;
+    const GemmTactic* winner = nullptr;
     if (win >= 0) {
-      winner = table_->find(contenders[static_cast<std::size_t>(win)].name);
+      const GemmTactic& wt = ranked[contenders[static_cast<std::size_t>(win)].index];
+      winner = intern(wt.entry, wt.launch);
       TacticRecord& wr = r.records[contender_record[static_cast<std::size_t>(win)]];
       wr.status = TacticStatus::selected;
       const double fastest = std::min_element(contenders.begin(), contenders.end(),
@@ -779,11 +875,17 @@ class Tuner {
       r.winner_tflops = wr.tflops;
       tunings_.fetch_add(1, std::memory_order_relaxed);
     } else {
-      // Nothing measured successfully: run the cost model's choice, but neither persist it nor keep
-      // failing calls slow: pin it in memory for this process.
-      winner = ranked.front();
+      // Nothing measured successfully: run the cost model's choice of instance (default options: no
+      // workspace), but neither persist it nor keep failing calls slow: pin it in memory for this process.
+      const GemmKernelEntry* first = nullptr;
+      for (const GemmTactic& t : ranked)
+        if (is_default_launch(t.launch)) {
+          first = t.entry;
+          break;
+        }
+      winner = intern(first != nullptr ? first : ranked.front().entry, GemmLaunchOptions{});
       r.source = Source::fallback;
-      r.winner = std::string(winner->name);
+      r.winner = winner->name;
       r.note = session_status.ok() ? "no candidate passed validation and timing; using the cost model's choice"
                                    : "could not prepare tuning (" + session_status.message() + "); using the cost model's choice";
       heuristic_.fetch_add(1, std::memory_order_relaxed);
@@ -799,7 +901,8 @@ class Tuner {
       CacheEntry ce;
       ce.key = key;
       ce.id = ctx.id;
-      ce.instance = r.winner;
+      ce.instance = std::string(winner->entry->name);
+      ce.launch = launch_suffix(winner->launch);
       ce.ms = r.winner_ms;
       ce.tflops = r.winner_tflops;
       {
