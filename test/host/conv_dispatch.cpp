@@ -51,14 +51,30 @@ Conv2dOperands ops(std::uintptr_t x_offset = 0) {
   return o;
 }
 
-const ConvKernelEntry& chosen(const Conv2dDesc& d, const Conv2dOperands& o = ops()) {
+const ConvKernelEntry& chosen_in(const ConvTable& table, const Conv2dDesc& d, const Conv2dOperands& o) {
   const ConvKernelEntry* e = nullptr;
-  const Status s = select_conv(d, o, conv_table(), fake_h200(), {}, e);
+  const Status s = select_conv(d, o, table, fake_h200(), {}, e);
   INFO(s.to_string());
   REQUIRE(s.ok());
   REQUIRE(e != nullptr);
   return *e;
 }
+
+// The default table's choice on an H200 (Hopper routes included).
+const ConvKernelEntry& chosen(const Conv2dDesc& d, const Conv2dOperands& o = ops()) { return chosen_in(conv_table(), d, o); }
+
+// The mma.sync entries alone: what an H200 runs when no sm90 route applies (and the measured tile
+// policy of the mma.sync families).
+const ConvTable& sm80_table() {
+  static const ConvTable& t = []() -> const ConvTable& {
+    static ConvTable table;
+    for (const auto& e : conv_table().entries())
+      if (!is_sm90_iterator(e.config.iterator)) table.add(e);
+    return table;
+  }();
+  return t;
+}
+const ConvKernelEntry& chosen_sm80(const Conv2dDesc& d, const Conv2dOperands& o = ops()) { return chosen_in(sm80_table(), d, o); }
 
 constexpr ConvConfig config(ConvIterator it, int align, int channels, TileShape t, WarpShape w, int stages = 4,
                             MathOp m = MathOp::mma_f16) {
@@ -74,6 +90,14 @@ TEST_CASE("conv names are stable and readable") {
         "ktune_conv2d_fprop_sm80_bf16_few_channels_c3_128x64x32_w32x32_s4_a1");
   CHECK(conv_instance_name(config(ConvIterator::analytic, 2, 0, {128, 64, 32}, {32, 32})).view() ==
         "ktune_conv2d_fprop_sm80_f16_analytic_128x64x32_w32x32_s4_a2");
+  // Hopper: a 1x1 convolution served by a GEMM instance carries the GEMM instance's name
+  ConvConfig h{GemmConfig{90, MathOp::wgmma_f16, Layout::row, Layout::col, {128, 128, 64}, {64, 128}, 6, 8},
+               ConvIterator::gemm1x1, 0};
+  CHECK(conv_instance_name(h).view() == "conv_gemm1x1+" + std::string(instance_name(h.gemm).view()));
+  CHECK(conv_instance_name(h).view() == "conv_gemm1x1+ktune_gemm_sm90_wgmma_f16_tn_128x128x64_w64x128_s6_a8");
+  h.iterator = ConvIterator::tma_im2col;
+  h.gemm.math = MathOp::wgmma_bf16;
+  CHECK(conv_instance_name(h).view() == "ktune_conv2d_fprop_sm90_wgmma_bf16_tma_im2col_128x128x64_w64x128_s6_a8");
 }
 
 TEST_CASE("conv constraint model: each conv rule with its reason") {
@@ -109,28 +133,55 @@ TEST_CASE("conv constraint model: each conv rule with its reason") {
   v = validate(config(ConvIterator::optimized, 8, 0, {128, 128, 32}, {48, 64}), sm80);
   CHECK(v.rule == ConvRule::gemm);
   CHECK(v.gemm.rule == Rule::warp_divides_tile);
+  // Hopper iterators: wgmma math only (and mma.sync iterators never wgmma), then the GEMM's sm90 rules
+  ConvConfig h{GemmConfig{90, MathOp::wgmma_f16, Layout::row, Layout::col, {128, 128, 64}, {64, 128}, 6, 8},
+               ConvIterator::tma_im2col, 0};
+  CHECK(validate(h, sm90).ok());
+  h.iterator = ConvIterator::gemm1x1;
+  CHECK(validate(h, sm90).ok());
+  CHECK(validate(h, sm80).rule == ConvRule::gemm);  // no wgmma before sm90
+  h.iterator = ConvIterator::optimized;
+  CHECK(validate(h, sm90).rule == ConvRule::math);
+  h.iterator = ConvIterator::tma_im2col;
+  h.gemm.math = MathOp::mma_f16;
+  CHECK(validate(h, sm90).rule == ConvRule::math);
+  CHECK(validate(h, sm90).describe().find("wgmma_f16/wgmma_bf16") != std::string::npos);
+  h.gemm.math = MathOp::wgmma_f16;
+  h.gemm.stages = 8;  // 8 x 32 KB stages do not fit
+  v = validate(h, sm90);
+  CHECK(v.rule == ConvRule::gemm);
+  CHECK(v.gemm.rule == Rule::smem_fits);
 }
 
 TEST_CASE("conv default families: everything listed survives and is registered, names unique") {
   std::size_t expected = conv_valid_count<families::Sm80ConvOptimized> + conv_valid_count<families::Sm80ConvAnalytic> +
-                         conv_valid_count<families::Sm80ConvFewChannels> + conv_valid_count<families::Sm80ConvFewChannels3>;
+                         conv_valid_count<families::Sm80ConvFewChannels> + conv_valid_count<families::Sm80ConvFewChannels3> +
+                         conv_valid_count<families::Sm90ConvGemm1x1> + conv_valid_count<families::Sm90ConvIm2col>;
   CHECK(conv_valid_count<families::Sm80ConvOptimized> == conv_family_size<families::Sm80ConvOptimized>);
   CHECK(conv_valid_count<families::Sm80ConvAnalytic> == conv_family_size<families::Sm80ConvAnalytic>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels> == conv_family_size<families::Sm80ConvFewChannels>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels3> == conv_family_size<families::Sm80ConvFewChannels3>);
-  CHECK(expected == 14);
+  // Hopper: 5 block shapes x stages {4, 6} x f16/bf16; 6 stages of the 48 KB-per-stage tiles do not fit
+  CHECK(conv_family_size<families::Sm90ConvGemm1x1> == 20);
+  CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 16);
+  CHECK(conv_valid_count<families::Sm90ConvIm2col> == 16);
+  CHECK(expected == 14 + 32);
   CHECK(conv_table().size() == expected);
   std::set<std::string> names;
   for (const auto& e : conv_table().entries()) {
     CAPTURE(e.name);
     names.insert(std::string(e.name));
-    CHECK(e.name.substr(0, 23) == "ktune_conv2d_fprop_sm80");
+    const bool hopper = is_sm90_iterator(e.config.iterator);
+    if (e.config.iterator == ConvIterator::gemm1x1)
+      CHECK(e.name.substr(0, 29) == "conv_gemm1x1+ktune_gemm_sm90_");
+    else
+      CHECK(e.name.substr(0, 23) == (hopper ? "ktune_conv2d_fprop_sm90" : "ktune_conv2d_fprop_sm80"));
     CHECK(e.name == conv_instance_name(e.config).view());
-    CHECK(validate(e.config, sm80).ok());
+    CHECK(validate(e.config, hopper ? sm90 : sm80).ok());
     CHECK(e.resources == conv_resources(e.config));
     CHECK((e.launch != nullptr));
     CHECK((e.attributes != nullptr));
-    CHECK(e.resources.smem_bytes <= sm80.smem_optin_bytes);
+    CHECK(e.resources.smem_bytes <= (hopper ? sm90 : sm80).smem_optin_bytes);
   }
   CHECK(names.size() == conv_table().size());
   for (const char* n : {"ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w32x32_s4_a8",
@@ -175,9 +226,80 @@ TEST_CASE("conv can_implement: reasons by iterator, type and alignment") {
   CHECK(s.message().find("needs sm80") != std::string::npos);
 }
 
+TEST_CASE("conv can_implement: the Hopper routes and their reasons") {
+  const ConvKernelEntry* g = conv_table().find("conv_gemm1x1+ktune_gemm_sm90_wgmma_f16_tn_128x128x64_w64x128_s6_a8");
+  const ConvKernelEntry* t = conv_table().find("ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_128x128x64_w64x128_s6_a8");
+  REQUIRE(g != nullptr);
+  REQUIRE(t != nullptr);
+  const DeviceInfo dev = fake_h200();
+  auto why = [&](const ConvKernelEntry* e, const Conv2dDesc& d, const Conv2dOperands& o = ops(), const DeviceInfo* dv = nullptr) {
+    return can_implement(*e, d, alignment_of(d, o), dv ? dv : &dev);
+  };
+  // 1x1 stride 1 unpadded, C % 8 == 0, any K: both
+  for (const Conv2dDesc& d : {layer(32, 56, 64, 256, 1, 1), layer(3, 7, 8, 13, 1, 1), layer(1, 5, 24, 7, 1, 1)}) {
+    CHECK(why(g, d).ok());
+    CHECK(why(t, d).ok());
+  }
+  Conv2dDesc d = layer(2, 28, 64, 32, 3, 1);
+  Status s = why(g, d);
+  CHECK(s.code() == StatusCode::unsupported);
+  CHECK(s.message().find("1x1 filters only, problem has 3x3") != std::string::npos);
+  CHECK(why(t, d).ok());
+  d = layer(2, 28, 64, 32, 1, 2);
+  CHECK(why(g, d).message().find("needs stride 1") != std::string::npos);
+  CHECK(why(t, d).ok());
+  d = layer(2, 28, 64, 32, 1, 1);
+  d.pad_h = 1;
+  CHECK(why(g, d).message().find("needs no padding") != std::string::npos);
+  CHECK(why(t, d).ok());
+  d = layer(2, 28, 12, 32, 1, 1);  // C = 12: rows of 24 bytes, not a TMA stride
+  for (const ConvKernelEntry* e : {g, t}) {
+    s = why(e, d);
+    CHECK(s.code() == StatusCode::misaligned);
+    CHECK(s.message().find("C % 8 == 0, C = 12") != std::string::npos);
+  }
+  d = layer(2, 28, 64, 32, 1, 1);
+  s = why(g, d, ops(8));  // x 8 bytes past 16-byte alignment
+  CHECK(s.code() == StatusCode::misaligned);
+  CHECK(s.message().find("x allows 4") != std::string::npos);
+  CHECK(why(t, d, ops(8)).code() == StatusCode::misaligned);
+  d = layer(2, 28, 64, 32, 3, 1, DType::bf16);
+  CHECK(why(t, d).message().find("problem needs mma_bf16") != std::string::npos);
+  // TMA im2col limits: stride <= 8, 8-bit box offsets
+  d = layer(2, 40, 64, 32, 1, 9);
+  CHECK(why(t, d).message().find("strides up to 8") != std::string::npos);
+  d = layer(1, 300, 8, 8, 3, 1);
+  d.dil_h = d.dil_w = 100;  // the dilated 3x3 spans 201 pixels: box corner 1 - 200 < -128
+  d.pad_h = d.pad_w = 1;
+  CHECK(why(t, d).message().find("bounding-box offsets") != std::string::npos);
+  // wgmma is sm_90a: compute capability 9.0 exactly
+  DeviceInfo other = dev;
+  other.cc = 100;
+  d = layer(2, 28, 64, 32, 1, 1);
+  for (const ConvKernelEntry* e : {g, t}) {
+    s = why(e, d, ops(), &other);
+    CHECK(s.code() == StatusCode::no_instance);
+    CHECK(s.message().find("compute capability 9.0 exactly") != std::string::npos);
+  }
+  other.cc = 80;
+  CHECK(why(t, d, ops(), &other).code() == StatusCode::no_instance);
+}
+
+TEST_CASE("conv select: on an H200 the Hopper routes win where they apply") {
+  // 1x1 stride 1: the GEMM; other C % 8 == 0 problems: TMA im2col; the rest: mma.sync iterators
+  CHECK(chosen(layer(32, 56, 256, 64, 1, 1)).config.iterator == ConvIterator::gemm1x1);
+  CHECK(chosen(layer(32, 56, 64, 64, 3, 1)).config.iterator == ConvIterator::tma_im2col);
+  CHECK(chosen(layer(32, 56, 256, 512, 1, 2)).config.iterator == ConvIterator::tma_im2col);
+  CHECK(chosen(layer(32, 224, 4, 64, 7, 2)).config.iterator == ConvIterator::few_channels);
+  CHECK(chosen(layer(2, 28, 12, 32, 3, 1)).config.iterator == ConvIterator::analytic);
+  CHECK(chosen(layer(2, 28, 64, 32, 3, 1), ops(8)).config.iterator == ConvIterator::analytic);  // x not 16-byte aligned
+  CHECK(chosen(layer(32, 28, 128, 128, 3, 1, DType::bf16)).config.gemm.math == MathOp::wgmma_bf16);
+  CHECK(chosen(layer(32, 28, 128, 128, 1, 1, DType::bf16)).config.gemm.math == MathOp::wgmma_bf16);
+}
+
 TEST_CASE("conv select: the iterator follows C and the pointers' alignment") {
-  CHECK(chosen(layer(32, 56, 64, 64, 3, 1)).config.iterator == ConvIterator::optimized);
-  CHECK(chosen(layer(32, 56, 256, 64, 1, 1)).config.iterator == ConvIterator::optimized);
+  CHECK(chosen_sm80(layer(32, 56, 64, 64, 3, 1)).config.iterator == ConvIterator::optimized);
+  CHECK(chosen_sm80(layer(32, 56, 256, 64, 1, 1)).config.iterator == ConvIterator::optimized);
   CHECK(chosen(layer(32, 224, 4, 64, 7, 2)).config.iterator == ConvIterator::few_channels);
   CHECK(chosen(layer(32, 224, 4, 64, 7, 2)).config.channels == 4);
   CHECK(chosen(layer(32, 224, 3, 64, 7, 2)).config.channels == 3);
@@ -190,7 +312,7 @@ TEST_CASE("conv select: the iterator follows C and the pointers' alignment") {
   CHECK(e.config.iterator == ConvIterator::analytic);
   CHECK(e.config.gemm.align == 1);
   // bf16 problems get bf16 instances
-  CHECK(chosen(layer(32, 28, 128, 128, 3, 1, DType::bf16)).config.gemm.math == MathOp::mma_bf16);
+  CHECK(chosen_sm80(layer(32, 28, 128, 128, 3, 1, DType::bf16)).config.gemm.math == MathOp::mma_bf16);
   CHECK(chosen(layer(32, 224, 3, 64, 7, 2, DType::bf16)).config.gemm.math == MathOp::mma_bf16);
 }
 
@@ -228,7 +350,10 @@ TEST_CASE("conv select: by name, unknown names, and deterministic choices") {
     const ConvKernelEntry& b = chosen(d);
     CAPTURE(a.name);
     CHECK(&a == &b);
-    if (d.c % 8 == 0) CHECK(a.config.iterator == ConvIterator::optimized);
+    if (d.c % 8 == 0)
+      CHECK(a.config.iterator == (d.r == 1 && d.stride_h == 1 ? ConvIterator::gemm1x1 : ConvIterator::tma_im2col));
+    CHECK(chosen_sm80(d).name == chosen_sm80(d).name);
+    if (d.c % 8 == 0) CHECK(chosen_sm80(d).config.iterator == ConvIterator::optimized);
   }
 }
 
@@ -243,16 +368,16 @@ TEST_CASE("conv select: the measured tile policy (deep reductions on few tiles t
                               layer(32, 28, 512, 128, 1, 1), layer(32, 7, 512, 2048, 1, 1)}) {
     CHECK(conv_tile_mismatch(t128, d, dev) == 0);
     CHECK(conv_tile_mismatch(t64, d, dev) == 2);
-    CHECK(chosen(d).config.gemm.tile.m == 128);
+    CHECK(chosen_sm80(d).config.gemm.tile.m == 128);
   }
   // deep reductions with few 128x64 tiles (14x14 and 7x7 maps): 64x64x64
   for (const Conv2dDesc& d : {layer(32, 14, 256, 256, 3, 1), layer(32, 14, 1024, 256, 1, 1), layer(32, 7, 512, 512, 3, 1),
                               layer(32, 7, 2048, 512, 1, 1)}) {
     CHECK(conv_tile_mismatch(t64, d, dev) == 0);
-    CHECK(chosen(d).config.gemm.tile.k == 64);
+    CHECK(chosen_sm80(d).config.gemm.tile.k == 64);
   }
   // the same deep layer at batch 256 fills the GPU: back to 128-row tiles
-  CHECK(chosen(layer(256, 14, 1024, 256, 1, 1)).config.gemm.tile.m == 128);
+  CHECK(chosen_sm80(layer(256, 14, 1024, 256, 1, 1)).config.gemm.tile.m == 128);
   // the C = 3 stem: the 256-row few-channels instance
-  CHECK(chosen(layer(32, 224, 3, 64, 7, 2)).name == "ktune_conv2d_fprop_sm80_f16_few_channels_c3_256x64x32_w64x32_s3_a1");
+  CHECK(chosen_sm80(layer(32, 224, 3, 64, 7, 2)).name == "ktune_conv2d_fprop_sm80_f16_few_channels_c3_256x64x32_w64x32_s3_a1");
 }

@@ -9,6 +9,11 @@
 //   few_channels  C == channels exactly (3 or 4: first layers), tap arithmetic with a compile-time C;
 //                 vectors of `align` elements never straddle a filter tap (C = 4: 8-byte cp.async,
 //                 C = 3: 2-byte loads packed into one 16-byte shared-memory store).
+// Hopper (sm_90a, wgmma math; the GEMM's TMA + wgmma warp-specialized kernel, kernel/sm90/):
+//   gemm1x1       1×1 filters, stride 1, no padding: the convolution IS a GEMM (x as an (N·H·W)×C
+//                 row-major A, the filters as a column-major C×K B); runs the sm90 GEMM kernel as is.
+//   tma_im2col    any filter: A tiles come from TMA's im2col mode (one BM-pixel × 64-channel box per
+//                 filter tap and channel block), B from a 3-D TMA map over the KRSC filters.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -22,13 +27,18 @@
 
 namespace ktune {
 
-enum class ConvIterator : std::uint8_t { analytic, optimized, few_channels };
+enum class ConvIterator : std::uint8_t { analytic, optimized, few_channels, gemm1x1, tma_im2col };
+
+// Iterators that run on the Hopper (TMA + wgmma) mainloop rather than the mma.sync one.
+constexpr bool is_sm90_iterator(ConvIterator i) { return i == ConvIterator::gemm1x1 || i == ConvIterator::tma_im2col; }
 
 constexpr std::string_view to_string(ConvIterator i) {
   switch (i) {
     case ConvIterator::analytic: return "analytic";
     case ConvIterator::optimized: return "optimized";
     case ConvIterator::few_channels: return "few_channels";
+    case ConvIterator::gemm1x1: return "gemm1x1";
+    case ConvIterator::tma_im2col: return "tma_im2col";
   }
   return "?";
 }
@@ -55,9 +65,12 @@ inline constexpr int conv_max_gather_rows = 8;
 
 // Stable, readable name, e.g. ktune_conv2d_fprop_sm80_f16_optimized_128x128x32_w64x64_s4_a8 or
 // ktune_conv2d_fprop_sm80_bf16_few_channels_c3_128x64x32_w64x32_s4_a1. Part of the public interface.
+// 1×1 convolutions served by a Hopper GEMM instance are named after it:
+// conv_gemm1x1+ktune_gemm_sm90_<math>_rc_<tile>_w<warp>_s<stages>_a8.
 using ConvInstanceName = FixedString<96>;
 constexpr ConvInstanceName conv_instance_name(const ConvConfig& c) {
   ConvInstanceName s;
+  if (c.iterator == ConvIterator::gemm1x1) return s.append("conv_gemm1x1+").append(instance_name(c.gemm).view());
   s.append("ktune_conv2d_fprop_sm").append(c.gemm.arch_cc).append('_').append(math_short_name(c.gemm.math));
   s.append('_').append(to_string(c.iterator));
   if (c.iterator == ConvIterator::few_channels) s.append("_c").append(c.channels);
@@ -73,7 +86,7 @@ constexpr ConvInstanceName conv_instance_name(const ConvConfig& c) {
 enum class ConvRule {
   none,
   gemm,              // the GEMM mainloop's constraint model rejected it (see `gemm`)
-  math,              // the A gather feeds mma.sync on f16/bf16 only
+  math,              // mma.sync iterators feed mma on f16/bf16, Hopper iterators wgmma on f16/bf16
   layout,            // A is the row-major im2col matrix, B the column-major KRSC filters
   iterator_vector,   // optimized: 16-byte vectors; few_channels: the widest vector dividing C
   chunk_mapping,     // whole 16-byte chunks per thread, the block's threads covering whole chunk rows
@@ -107,7 +120,9 @@ struct ConvVerdict {
     switch (rule) {
       case ConvRule::none: return "ok";
       case ConvRule::gemm: return gemm.to_string();
-      case ConvRule::math: return "the conv A gather feeds mma.sync on f16/bf16 operands only";
+      case ConvRule::math:
+        return "the mma.sync conv iterators need mma_f16/mma_bf16 math, the Hopper ones (gemm1x1, tma_im2col) "
+               "wgmma_f16/wgmma_bf16";
       case ConvRule::layout: return "conv instances are A row-major (im2col), B column-major (KRSC filters)";
       case ConvRule::iterator_vector: return "iterator needs " + n(limit) + "-element vectors, configuration has " + n(value);
       case ConvRule::chunk_mapping:
@@ -129,9 +144,14 @@ constexpr int widest_vector_dividing(long long c) { return c % 8 == 0 ? 8 : c % 
 
 constexpr ConvVerdict validate(const ConvConfig& c, const ArchTraits& arch) {
   const GemmConfig& g = c.gemm;
-  if (auto v = conv_require(g.math == MathOp::mma_f16 || g.math == MathOp::mma_bf16, ConvRule::math, 0, 0); !v.ok()) return v;
+  const bool math_ok = is_sm90_iterator(c.iterator) ? (g.math == MathOp::wgmma_f16 || g.math == MathOp::wgmma_bf16)
+                                                    : (g.math == MathOp::mma_f16 || g.math == MathOp::mma_bf16);
+  if (auto v = conv_require(math_ok, ConvRule::math, 0, 0); !v.ok()) return v;
   if (auto v = conv_require(g.a_layout == Layout::row && g.b_layout == Layout::col, ConvRule::layout, 0, 0); !v.ok()) return v;
   if (const Verdict gv = validate(g, arch); !gv.ok()) return ConvVerdict{ConvRule::gemm, gv, 0, 0};
+  // Hopper iterators load whole tiles with TMA: the GEMM's sm90 rules (swizzle rows, TMA boxes, 16-byte
+  // alignment, shared memory, registers) are all there is.
+  if (is_sm90_iterator(c.iterator)) return {};
   const int chunk = conv_chunk_elems(c);
   if (c.iterator == ConvIterator::optimized)
     if (auto v = conv_require(g.align == chunk, ConvRule::iterator_vector, g.align, chunk); !v.ok()) return v;
@@ -156,6 +176,7 @@ constexpr ConvVerdict validate(const ConvConfig& c, const ArchTraits& arch) {
 // the tap and channel of the thread's chunk).
 constexpr GemmResources conv_resources(const ConvConfig& c) {
   GemmResources r = estimate_resources(c.gemm);
+  if (is_sm90_iterator(c.iterator)) return r;  // the GEMM kernel's resources (TMA: no gather state)
   const int threads = c.gemm.threads();
   const int a_copies = threads > 0 ? c.gemm.tile.m * c.gemm.tile.k / c.gemm.align / threads : 0;
   r.registers += -2 * a_copies + 5 * conv_gather_rows(c) + 8;

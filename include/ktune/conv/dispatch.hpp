@@ -32,15 +32,50 @@ struct ConvKernelEntry {
   cudaError_t (*attributes)(cudaFuncAttributes*) = nullptr;
 };
 
+// TMA im2col encodes the filter window as a bounding box whose corner offsets are signed 8-bit
+// (4-D tensors: [-128, 127]), the filter taps as unsigned 8-bit offsets (assumed [0, 255]) and the
+// convolution stride as the traversal stride (≤ 8).
+inline Status tma_im2col_limits(const Conv2dDesc& d) {
+  auto n = [](long long v) { return std::to_string(v); };
+  const std::int64_t span_h = d.dil_h * (d.r - 1), span_w = d.dil_w * (d.s - 1);
+  if (d.stride_h > 8 || d.stride_w > 8)
+    return error(StatusCode::unsupported, "tma_im2col supports strides up to 8, problem has " + n(d.stride_h) + "x" + n(d.stride_w));
+  if (d.pad_h > 128 || d.pad_w > 128)
+    return error(StatusCode::unsupported, "tma_im2col supports padding up to 128, problem has " + n(d.pad_h) + "x" + n(d.pad_w));
+  if (span_h > 255 || span_w > 255 || d.pad_h - span_h < -128 || d.pad_w - span_w < -128 || d.pad_h - span_h > 127 ||
+      d.pad_w - span_w > 127)
+    return error(StatusCode::unsupported, "tma_im2col: the dilated filter extent (" + n(span_h + 1) + "x" + n(span_w + 1) +
+                                              ") with padding " + n(d.pad_h) + "x" + n(d.pad_w) +
+                                              " exceeds the TMA im2col bounding-box offsets (8-bit)");
+  return {};
+}
+
 // Can this instance run this (already validated) problem on this device? The reason says why not.
 inline Status can_implement(const ConvKernelEntry& e, const Conv2dDesc& d, const ConvAlignment& al,
                             const DeviceInfo* dev) {
   const ConvConfig& c = e.config;
   auto n = [](long long v) { return std::to_string(v); };
-  if (c.gemm.math != required_math(d))
+  if (!math_implements(c.gemm.math, required_math(d)))
     return error(StatusCode::unsupported, "instance computes " + std::string(to_string(c.gemm.math)) + ", problem needs " +
                                               std::string(to_string(required_math(d))));
   switch (c.iterator) {
+    case ConvIterator::gemm1x1:
+      if (d.r != 1 || d.s != 1)
+        return error(StatusCode::unsupported, "gemm1x1 runs 1x1 filters only, problem has " + n(d.r) + "x" + n(d.s));
+      if (d.stride_h != 1 || d.stride_w != 1)
+        return error(StatusCode::unsupported, "gemm1x1 needs stride 1, problem has stride " + n(d.stride_h) + "x" + n(d.stride_w));
+      if (d.pad_h != 0 || d.pad_w != 0)
+        return error(StatusCode::unsupported, "gemm1x1 needs no padding, problem has " + n(d.pad_h) + "x" + n(d.pad_w));
+      [[fallthrough]];
+    case ConvIterator::tma_im2col:
+      if (d.c % c.gemm.align != 0)
+        return error(StatusCode::misaligned, std::string(to_string(c.iterator)) + " loads x and w with TMA, whose row " +
+                                                 "strides must be multiples of 16 bytes: needs C % " + n(c.gemm.align) +
+                                                 " == 0, C = " + n(d.c));
+      if (c.iterator == ConvIterator::tma_im2col) {
+        KTUNE_RETURN_IF_ERROR(tma_im2col_limits(d));
+      }
+      break;
     case ConvIterator::few_channels:
       if (d.c != c.channels)
         return error(StatusCode::unsupported,
@@ -57,6 +92,9 @@ inline Status can_implement(const ConvKernelEntry& e, const Conv2dDesc& d, const
     return error(StatusCode::misaligned, "instance needs " + n(c.gemm.align) + "-element vectors, x allows " + n(al.x) +
                                              ", w allows " + n(al.w));
   if (dev != nullptr) {
+    // sm_90a code (wgmma, setmaxnreg) runs on compute capability 9.0 only, not on later architectures.
+    if (is_wgmma(c.gemm.math) && dev->cc != 90)
+      return error(StatusCode::no_instance, "instance needs sm90a (compute capability 9.0 exactly), device is sm" + n(dev->cc));
     if (dev->cc < c.gemm.arch_cc)
       return error(StatusCode::no_instance, "instance needs sm" + n(c.gemm.arch_cc) + ", device is sm" + n(dev->cc));
     if (e.resources.smem_bytes > dev->smem_optin_bytes)
@@ -122,14 +160,17 @@ inline GemmDesc implicit_gemm_of(const Conv2dDesc& d) {
   return g;
 }
 
-// How fast an instance's A gather is, as a rank (lower is faster): the optimized iterator, then the
+// How fast an instance's A gather is, as a rank (lower is faster): the Hopper routes (a 1×1 GEMM, then
+// TMA im2col; can_implement admits them on cc 9.0 only), the optimized iterator, then the
 // few-channels one, then the analytic one by vector width. Among the candidates of a problem the best
 // rank wins; the GEMM cost model on the implicit GEMM then chooses among its tiles.
 constexpr int gather_rank(const ConvConfig& c) {
   switch (c.iterator) {
-    case ConvIterator::optimized: return 0;
-    case ConvIterator::few_channels: return 1;
-    case ConvIterator::analytic: return 2 + (c.gemm.align >= 8 ? 0 : c.gemm.align >= 4 ? 1 : c.gemm.align >= 2 ? 2 : 3);
+    case ConvIterator::gemm1x1: return 0;
+    case ConvIterator::tma_im2col: return 1;
+    case ConvIterator::optimized: return 2;
+    case ConvIterator::few_channels: return 3;
+    case ConvIterator::analytic: return 4 + (c.gemm.align >= 8 ? 0 : c.gemm.align >= 4 ? 1 : c.gemm.align >= 2 ? 2 : 3);
   }
   return 9;
 }
@@ -140,6 +181,7 @@ constexpr int gather_rank(const ConvConfig& c) {
 // multiprocessor — there 64-row tiles with BK = 64 are (by 5–25%). 0 for the preferred shape, more
 // for worse matches; the GEMM cost model breaks ties.
 inline int conv_tile_mismatch(const ConvConfig& c, const Conv2dDesc& d, const DeviceInfo& dev) {
+  if (is_sm90_iterator(c.iterator)) return 0;  // the mma.sync policy; Hopper tiles go by the cost model
   const ConvShape s = conv_shape(d);
   const double tiles_128x64 = double((s.m + 127) / 128) * double((d.k + 63) / 64);
   const bool deep_and_few = s.kgemm >= 1024 && tiles_128x64 < 4.0 * std::max(1, dev.sm_count);

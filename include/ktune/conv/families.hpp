@@ -1,6 +1,7 @@
-// ktune/conv/families.hpp — the default conv2d fprop families (sm80 mma.sync, f16 and bf16 with fp32
-// accumulation). Tuning policy, kept apart from kernel code: the constraint model prunes the product
-// and the host tests list what survived. Instance counts are kept modest (build time): 14 in all.
+// ktune/conv/families.hpp — the default conv2d fprop families (sm80 mma.sync and sm90 TMA + wgmma, f16
+// and bf16 with fp32 accumulation). Tuning policy, kept apart from kernel code: the constraint model
+// prunes the product and the host tests list what survived. Instance counts are kept modest (build
+// time): 14 mma.sync, 32 Hopper.
 #pragma once
 #include "ktune/arch.hpp"
 #include "ktune/conv/family.hpp"
@@ -53,6 +54,39 @@ struct Sm80ConvFewChannels3 {
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::few_channels, 1, 3}};
   static constexpr ConvBlockShape blocks[] = {{{256, 64, 32}, {64, 32}}};
   static constexpr int stages[] = {3};
+};
+
+// ---- Hopper (sm_90a): the GEMM's TMA + wgmma warp-specialized persistent kernel ------------------------
+// Block shapes: one wgmma warpgroup tile per consumer (WM×WN, WN = one instruction's N), two consumer
+// warpgroups. 128x64 and 64x128 keep layers with K = 64 output channels and small maps (7x7, 14x14:
+// N·P·Q = 1568 or 6272 at N = 32) on many SMs;
+// 128x128, 128x256 and 256x128 are the GEMM's (cuDNN's Hopper conv kernels use 128x128x64 and
+// 256x128x64).
+// Stages: as many as fit (the constraint model prunes 6 for the 48 KB-per-stage tiles).
+inline constexpr ConvBlockShape sm90_conv_blocks[] = {{{128, 64, 64}, {64, 64}},
+                                                      {{64, 128, 64}, {64, 64}},
+                                                      {{128, 128, 64}, {64, 128}},
+                                                      {{128, 256, 64}, {64, 256}},
+                                                      {{256, 128, 64}, {128, 128}}};
+
+// 1×1, stride 1, no padding (9 of the 15 ResNet-50 layers): the sm90 GEMM instance itself.
+struct Sm90ConvGemm1x1 {
+  static constexpr std::string_view name = "sm90_conv_gemm1x1";
+  static constexpr const ArchTraits& arch = sm90;
+  static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
+  static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::gemm1x1, 8, 0}};
+  static constexpr const auto& blocks = sm90_conv_blocks;
+  static constexpr int stages[] = {4, 6};
+};
+
+// Any filter, stride ≤ 8, C % 8 == 0: A by TMA im2col, B by a 3-D TMA map over the KRSC filters.
+struct Sm90ConvIm2col {
+  static constexpr std::string_view name = "sm90_conv_tma_im2col";
+  static constexpr const ArchTraits& arch = sm90;
+  static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
+  static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::tma_im2col, 8, 0}};
+  static constexpr const auto& blocks = sm90_conv_blocks;
+  static constexpr int stages[] = {4, 6};
 };
 
 }  // namespace ktune::families

@@ -5,6 +5,7 @@
 
 #include "ktune/conv/family.hpp"
 #include "ktune/conv/kernel/conv_kernel.cuh"
+#include "ktune/conv/kernel/sm90_conv.cuh"
 
 namespace ktune {
 
@@ -18,8 +19,16 @@ struct ConvFamilyConfig {
 template <class F, std::size_t I>
 ConvKernelEntry make_conv_entry() {
   using Cfg = ConvFamilyConfig<F, I>;
-  return ConvKernelEntry{Cfg::name.view(), F::name, Cfg::value, conv_resources(Cfg::value),
-                         &kernel::launch_conv_builtin<Cfg>, &kernel::conv_attributes_of<Cfg>};
+  constexpr ConvIterator it = Cfg::value.iterator;
+  if constexpr (it == ConvIterator::gemm1x1)  // the sm90 GEMM kernel itself (kernel/sm90_conv.cuh)
+    return ConvKernelEntry{Cfg::name.view(), F::name, Cfg::value, conv_resources(Cfg::value),
+                           &kernel::sm90::launch_conv_gemm1x1<Cfg>, &kernel::sm90::conv_gemm1x1_attributes<Cfg>};
+  else if constexpr (it == ConvIterator::tma_im2col)  // the sm90 GEMM kernel with a TMA im2col producer
+    return ConvKernelEntry{Cfg::name.view(), F::name, Cfg::value, conv_resources(Cfg::value),
+                           &kernel::sm90::launch_conv_im2col<Cfg>, &kernel::sm90::conv_im2col_attributes<Cfg>};
+  else
+    return ConvKernelEntry{Cfg::name.view(), F::name, Cfg::value, conv_resources(Cfg::value),
+                           &kernel::launch_conv_builtin<Cfg>, &kernel::conv_attributes_of<Cfg>};
 }
 
 // Register the survivors with index % Parts == Part.

@@ -104,13 +104,31 @@ __device__ __forceinline__ void store_accumulators(const GemmParams<typename Epi
   }(std::make_integer_sequence<int, ML::MI * chunks>{});
 }
 
-template <class CfgT, class Epi>
-__global__ void __launch_bounds__(CfgT::value.threads(), 1)
-    wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
-                      const GemmParams<typename Epi::Params> p) {
-#if defined(__CUDA_ARCH__)
-#if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  static constexpr GemmConfig C = CfgT::value;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// The GEMM's producer: k-tile kt of output tile tc is one 2-D TMA box of A and of B (in a cluster of 2,
+// the shared operand's halves multicast; mainloop.cuh).
+template <GemmConfig C>
+struct GemmTmaProducer {
+  const CUtensorMap* a;
+  const CUtensorMap* b;
+  __device__ __forceinline__ void prefetch() const {
+    prefetch_tensor_map(a);
+    prefetch_tensor_map(b);
+  }
+  __device__ __forceinline__ void load(char* stage, std::uint64_t* bar, TileCoord tc, int kt, unsigned cluster,
+                                       unsigned rank) const {
+    WgmmaMainloop<C>::load(a, b, stage, bar, tc.m * C.tile.m, tc.n * C.tile.n, kt * C.tile.k, cluster, rank);
+  }
+};
+
+// The whole warp-specialized persistent kernel but for what the producer loads, so other operand
+// sources (conv2d's TMA im2col, ktune/conv/kernel/sm90_conv.cuh) share the ring, the wgmma consumers,
+// the schedule and the epilogue. Producer: prefetch() once, then load(stage, bar, tile, kt, cluster,
+// rank) issues the TMA copies of k-tile kt (0 ≤ kt < k_tiles) of output tile `tile`, ML::stage_bytes
+// in all, completing on `bar`.
+template <GemmConfig C, class Epi, class Producer>
+__device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, const GemmParams<typename Epi::Params>& p,
+                                                      const int k_tiles) {
   using ML = WgmmaMainloop<C>;
   constexpr int S = C.stages;
   constexpr int stride = smem_layout::sm90_epilogue_cols + smem_layout::sm90_epilogue_pad;
@@ -144,22 +162,19 @@ __global__ void __launch_bounds__(CfgT::value.threads(), 1)
     const TileCoord u = grouped_raster(unit, units_m, units_n, p.raster_group);
     return ML::pair_m ? TileCoord{u.m * cl + static_cast<int>(rank), u.n} : TileCoord{u.m, u.n * cl + static_cast<int>(rank)};
   };
-  const int k_tiles = (p.k + C.tile.k - 1) / C.tile.k;
   const int wg = threadIdx.x / 128;
 
   if (wg == 0) {
     // Producer warpgroup: one thread issues every TMA copy.
     if constexpr (ML::consumers == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(smem_layout::sm90_producer_registers));
     if (threadIdx.x == 0) {
-      prefetch_tensor_map(&tma_a);
-      prefetch_tensor_map(&tma_b);
+      producer.prefetch();
       RingState<S> st;
       for (int unit = first_unit; unit < units; unit += unit_step) {
         const TileCoord tc = tile_of(unit);  // may lie past M or N in a pair: TMA reads zeros there
         for (int kt = 0; kt < k_tiles; ++kt) {
           std::uint64_t* bar = pipe.acquire(st, ML::stage_bytes);
-          ML::load(&tma_a, &tma_b, ring + st.stage * ML::stage_bytes, bar, tc.m * C.tile.m, tc.n * C.tile.n,
-                   kt * C.tile.k, cluster, rank);
+          producer.load(ring + st.stage * ML::stage_bytes, bar, tc, kt, cluster, rank);
           st.advance();
         }
       }
@@ -202,6 +217,17 @@ __global__ void __launch_bounds__(CfgT::value.threads(), 1)
     cuda::ptx::barrier_cluster_arrive();
     cuda::ptx::barrier_cluster_wait();
   }
+}
+#endif
+
+template <class CfgT, class Epi>
+__global__ void __launch_bounds__(CfgT::value.threads(), 1)
+    wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
+                      const GemmParams<typename Epi::Params> p) {
+#if defined(__CUDA_ARCH__)
+#if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr GemmConfig C = CfgT::value;
+  warp_specialized_gemm<C, Epi>(GemmTmaProducer<C>{&tma_a, &tma_b}, p, (p.k + C.tile.k - 1) / C.tile.k);
 #else
   __trap();  // built for a target without wgmma: the launcher never runs this image
 #endif

@@ -1,0 +1,280 @@
+// ktune/conv/kernel/sm90_conv.cuh — conv2d fprop on the Hopper GEMM kernel (sm_90a): TMA + wgmma,
+// warp-specialized, persistent (ktune/gemm/kernel/sm90/). Two routes:
+//   gemm1x1     a 1×1, stride-1, unpadded convolution is the GEMM y[(n,h,w), k] = Σ_c x[(n,h,w), c]·w[k, c]:
+//               x is a row-major (N·H·W)×C A, the filters a column-major C×K B, y the row-major D. The
+//               sm90 GEMM launcher runs it unchanged.
+//   tma_im2col  any filter: the same kernel body (warp_specialized_gemm) with a producer whose A boxes
+//               come from TMA's im2col mode. The GEMM K loop runs over (filter tap r·S+s, 64-channel
+//               block): k-tile kt loads, for the tile's BM output pixels starting at m0 = (n, p, q), the
+//               64 channels c0.. of input pixel (p·stride − pad + r·dil, q·stride − pad + s·dil), zero
+//               where that lies in the padding, past C or past the batch; and the matching 64 channels of
+//               tap (r, s) of BN filters from a 3-D tiled map {C, R·S, K}. Both land as 128-byte swizzled
+//               K-major rows, exactly the GEMM's stage layout, so consumers and epilogue are the GEMM's.
+// Only clusters of 1 (no multicast) are used for convolutions.
+#pragma once
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>
+
+#include <cstdint>
+#include <string>
+
+#include "ktune/conv/dispatch.hpp"
+#include "ktune/gemm/kernel/sm90/kernel.cuh"
+
+namespace ktune::kernel::sm90 {
+
+// The sm90 GEMM configuration of conv configuration CfgT::value, as the GEMM kernel's CfgT.
+template <class CfgT>
+struct ConvGemmConfig {
+  static constexpr GemmConfig value = CfgT::value.gemm;
+};
+
+// ---- gemm1x1 -----------------------------------------------------------------------------------------
+
+inline GemmDesc conv_gemm1x1_desc(const Conv2dDesc& d) {
+  GemmDesc g = implicit_gemm_of(d);  // M = N·H·W, N = K, K = C; A row-major, B column-major
+  g.lda = d.c;
+  g.ldb = d.c;
+  g.ldc = g.ldd = g.ldr = d.k;
+  return g;
+}
+
+inline GemmOperands conv_gemm1x1_operands(const Conv2dOperands& o) {
+  GemmOperands g;
+  g.a = o.x;
+  g.b = o.w;
+  g.c = o.y;  // beta != 0 reads y's prior contents
+  g.d = o.y;
+  g.bias = o.bias;
+  g.residual = o.residual;
+  return g;
+}
+
+template <class CfgT>
+Status launch_conv_gemm1x1(const Conv2dDesc& d, const Conv2dOperands& ops, const ConvLaunchOptions& opt,
+                           cudaStream_t stream) {
+  GemmLaunchOptions g;
+  g.raster_group = opt.raster_group;
+  return launch_builtin<ConvGemmConfig<CfgT>>(conv_gemm1x1_desc(d), conv_gemm1x1_operands(ops), g, stream);
+}
+
+template <class CfgT>
+cudaError_t conv_gemm1x1_attributes(cudaFuncAttributes* a) {
+  return attributes_of<ConvGemmConfig<CfgT>>(a);
+}
+
+// ---- tma_im2col --------------------------------------------------------------------------------------
+
+// What the producer thread needs to turn (output tile, k-tile) into TMA coordinates.
+struct ConvTmaGeometry {
+  int pq, q;                // output pixels per image and per output row
+  int stride_h, stride_w;
+  int pad_h, pad_w;
+  int dil_h, dil_w;
+  int s;                    // filter width
+  int c_blocks;             // 64-channel blocks per filter tap: ⌈C / 64⌉
+  int k_tiles;              // R·S·c_blocks
+};
+
+inline constexpr int conv_tma_channels = 64;  // channels per k-tile: one 128-byte swizzle row of 16-bit
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// TMA im2col load of a 4-D NHWC tensor: BM pixels (the map's pixelsPerColumn) starting at the filter
+// window corner (w, h) of image n, channels c.. (channelsPerPixel), shifted by the tap offsets. CCCL's
+// cuda::ptx has no im2col form, hence the PTX.
+__device__ __forceinline__ void tma_load_im2col_4d(void* dst, const CUtensorMap* map, int c, int w, int h, int n,
+                                                   std::uint16_t off_w, std::uint16_t off_h, std::uint64_t* bar) {
+  const auto d = static_cast<std::uint32_t>(__cvta_generic_to_shared(dst));
+  const auto b = static_cast<std::uint32_t>(__cvta_generic_to_shared(bar));
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};\n" ::"r"(d),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c), "r"(w), "r"(h), "r"(n), "r"(b), "h"(off_w), "h"(off_h)
+      : "memory");
+}
+
+__device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, int c0, int c1, int c2, std::uint64_t* bar) {
+  const std::int32_t coords[3] = {c0, c1, c2};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar);
+}
+
+// The conv producer for warp_specialized_gemm: k-tile kt = (tap, channel block) of output tile tc.
+template <GemmConfig C>
+struct ConvIm2colProducer {
+  const CUtensorMap* x;  // im2col map over x (NHWC)
+  const CUtensorMap* w;  // tiled map {C, R·S, K} over the filters
+  ConvTmaGeometry g;
+  __device__ __forceinline__ void prefetch() const {
+    prefetch_tensor_map(x);
+    prefetch_tensor_map(w);
+  }
+  __device__ __forceinline__ void load(char* stage, std::uint64_t* bar, TileCoord tc, int kt, unsigned, unsigned) const {
+    const int m0 = tc.m * C.tile.m;
+    const int img = m0 / g.pq, pix = m0 - img * g.pq, p0 = pix / g.q, q0 = pix - p0 * g.q;
+    const int tap = kt / g.c_blocks, c0 = (kt - tap * g.c_blocks) * conv_tma_channels;
+    const int r = tap / g.s, s = tap - r * g.s;
+    tma_load_im2col_4d(stage, x, c0, q0 * g.stride_w - g.pad_w, p0 * g.stride_h - g.pad_h, img,
+                       static_cast<std::uint16_t>(s * g.dil_w), static_cast<std::uint16_t>(r * g.dil_h), bar);
+    tma_load_3d(stage + WgmmaMainloop<C>::a_bytes, w, c0, tap, tc.n * C.tile.n, bar);
+  }
+};
+#endif
+
+// CfgT::value is a ConvConfig with iterator tma_im2col.
+template <class CfgT, class Epi>
+__global__ void __launch_bounds__(CfgT::value.gemm.threads(), 1)
+    conv_im2col_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w,
+                       const GemmParams<typename Epi::Params> p, const ConvTmaGeometry geo) {
+#if defined(__CUDA_ARCH__)
+#if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr GemmConfig C = CfgT::value.gemm;
+  warp_specialized_gemm<C, Epi>(ConvIm2colProducer<C>{&tma_x, &tma_w, geo}, p, geo.k_tiles);
+#else
+  __trap();  // built for a target without wgmma: the launcher never runs this image
+#endif
+#endif
+}
+
+// ---- Host side ---------------------------------------------------------------------------------------
+
+inline Status im2col_map_encoder(PFN_cuTensorMapEncodeIm2col_v12000& out) {
+  static PFN_cuTensorMapEncodeIm2col_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeIm2col", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      p = nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeIm2col_v12000>(p);
+  }();
+  if (fn == nullptr)
+    return error(StatusCode::cuda_error, "the CUDA driver does not provide cuTensorMapEncodeIm2col (needs CUDA 12 or later)");
+  out = fn;
+  return {};
+}
+
+inline CUtensorMapDataType tma_data_type(DType t) {
+  return t == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+}
+
+// x (NHWC) as TMA's im2col tensor {C, W, H, N}: boxes of `pixels` output positions × 64 channels. The
+// bounding box of filter-window corners runs from −pad to (extent − 1) + pad − dil·(filter − 1) in W
+// and H (corners listed W first, like the dimensions), traversed with the convolution's stride.
+inline Status make_im2col_map(CUtensorMap& map, const Conv2dDesc& d, const void* x, int pixels) {
+  PFN_cuTensorMapEncodeIm2col_v12000 encode = nullptr;
+  KTUNE_RETURN_IF_ERROR(im2col_map_encoder(encode));
+  const std::uint64_t es = static_cast<std::uint64_t>(size_of(d.type));
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(d.c), static_cast<cuuint64_t>(d.w), static_cast<cuuint64_t>(d.h),
+                              static_cast<cuuint64_t>(d.n)};
+  const cuuint64_t strides[3] = {d.c * es, d.w * d.c * es, d.h * d.w * d.c * es};
+  const int lower[2] = {static_cast<int>(-d.pad_w), static_cast<int>(-d.pad_h)};
+  const int upper[2] = {static_cast<int>(d.pad_w - d.dil_w * (d.s - 1)), static_cast<int>(d.pad_h - d.dil_h * (d.r - 1))};
+  const cuuint32_t elem_strides[4] = {1, static_cast<cuuint32_t>(d.stride_w), static_cast<cuuint32_t>(d.stride_h), 1};
+  const CUresult r = encode(&map, tma_data_type(d.type), 4, const_cast<void*>(x), dims, strides, lower, upper,
+                            conv_tma_channels, static_cast<cuuint32_t>(pixels), elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return error(StatusCode::cuda_error, "cuTensorMapEncodeIm2col failed (CUresult " + std::to_string(int(r)) + ") for x " +
+                                             std::to_string(d.n) + "x" + std::to_string(d.h) + "x" + std::to_string(d.w) +
+                                             "x" + std::to_string(d.c));
+  return {};
+}
+
+// The filters (KRSC) as a 3-D tiled tensor {C, R·S, K}: boxes of 64 channels × 1 tap × `rows` filters.
+inline Status make_filter_map(CUtensorMap& map, const Conv2dDesc& d, const void* w, int rows) {
+  PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+  KTUNE_RETURN_IF_ERROR(tensor_map_encoder(encode));
+  const std::uint64_t es = static_cast<std::uint64_t>(size_of(d.type));
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(d.c), static_cast<cuuint64_t>(d.r * d.s), static_cast<cuuint64_t>(d.k)};
+  const cuuint64_t strides[2] = {d.c * es, d.r * d.s * d.c * es};
+  const cuuint32_t box[3] = {conv_tma_channels, 1, static_cast<cuuint32_t>(rows)};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUresult r = encode(&map, tma_data_type(d.type), 3, const_cast<void*>(w), dims, strides, box, elem_strides,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return error(StatusCode::cuda_error, "cuTensorMapEncodeTiled failed (CUresult " + std::to_string(int(r)) +
+                                             ") for filters " + std::to_string(d.k) + "x" + std::to_string(d.r) + "x" +
+                                             std::to_string(d.s) + "x" + std::to_string(d.c));
+  return {};
+}
+
+inline ConvTmaGeometry conv_tma_geometry(const Conv2dDesc& d) {
+  const ConvShape s = conv_shape(d);
+  ConvTmaGeometry g{};
+  g.pq = static_cast<int>(s.p * s.q);
+  g.q = static_cast<int>(s.q);
+  g.stride_h = static_cast<int>(d.stride_h);
+  g.stride_w = static_cast<int>(d.stride_w);
+  g.pad_h = static_cast<int>(d.pad_h);
+  g.pad_w = static_cast<int>(d.pad_w);
+  g.dil_h = static_cast<int>(d.dil_h);
+  g.dil_w = static_cast<int>(d.dil_w);
+  g.s = static_cast<int>(d.s);
+  g.c_blocks = static_cast<int>((d.c + conv_tma_channels - 1) / conv_tma_channels);
+  g.k_tiles = static_cast<int>(d.r * d.s) * g.c_blocks;
+  return g;
+}
+
+template <class CfgT, class Epi>
+Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& ep, const Conv2dOperands& ops,
+                               const ConvLaunchOptions& opt, cudaStream_t stream) {
+  constexpr GemmConfig C = CfgT::value.gemm;
+  static_assert(C.tile.k == conv_tma_channels, "one k-tile is one 128-byte row of 16-bit channels");
+  constexpr auto kernel = conv_im2col_kernel<CfgT, Epi>;
+  constexpr int smem = estimate_resources(C).smem_bytes;
+  KTUNE_RETURN_IF_ERROR(ensure_sm90_image<kernel>());
+  KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(smem));
+  DeviceInfo dev;
+  KTUNE_RETURN_IF_ERROR(current_device(dev));
+  static const int per_sm_blocks = [] {
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, CfgT::value.gemm.threads(), smem) != cudaSuccess) {
+      (void)cudaGetLastError();
+      n = 0;
+    }
+    return n > 0 ? n : 1;
+  }();
+  const ConvShape s = conv_shape(d);
+  const std::int64_t tiles = ceil_div(s.m, std::int64_t{C.tile.m}) * ceil_div(d.k, std::int64_t{C.tile.n});
+  if (tiles > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
+
+  CUtensorMap tx, tw;
+  KTUNE_RETURN_IF_ERROR(make_im2col_map(tx, d, ops.x, C.tile.m));
+  KTUNE_RETURN_IF_ERROR(make_filter_map(tw, d, ops.w, C.tile.n));
+
+  GemmParams<typename Epi::Params> p{};
+  p.m = static_cast<int>(s.m);
+  p.n = static_cast<int>(d.k);
+  p.k = static_cast<int>(s.kgemm);
+  p.a = ops.x;
+  p.lda = d.c;
+  p.b = ops.w;
+  p.ldb = s.kgemm;
+  p.d = ops.y;
+  p.ldd = d.k;
+  p.d_type = d.out_type;
+  p.d_vec4 = alignment_of(d, ops).y % 4 == 0;
+  p.raster_group = opt.raster_group > 0 ? opt.raster_group : 8;
+  p.ep = ep;
+
+  const std::int64_t slots = std::int64_t{dev.sm_count > 0 ? dev.sm_count : 1} * per_sm_blocks;
+  const unsigned grid = static_cast<unsigned>(tiles < slots ? tiles : slots);
+  kernel<<<grid, C.threads(), smem, stream>>>(tx, tw, p, conv_tma_geometry(d));
+  return cuda_status(cudaGetLastError(), "sm90 conv2d (TMA im2col) kernel launch");
+}
+
+// The dispatch-table launcher: the built-in run-time epilogue; beta reads y's prior contents.
+template <class CfgT>
+Status launch_conv_im2col(const Conv2dDesc& d, const Conv2dOperands& ops, const ConvLaunchOptions& opt,
+                          cudaStream_t stream) {
+  const auto ep = epilogue::make_builtin_params(d.epilogue, ops.y, d.k, ops.bias, ops.residual, d.k);
+  return launch_conv_im2col_with<CfgT, epilogue::Builtin>(d, ep, ops, opt, stream);
+}
+
+template <class CfgT>
+cudaError_t conv_im2col_attributes(cudaFuncAttributes* a) {
+  return cudaFuncGetAttributes(a, conv_im2col_kernel<CfgT, epilogue::Builtin>);
+}
+
+}  // namespace ktune::kernel::sm90
