@@ -16,7 +16,12 @@
 #   scripts/fuzz.sh --replay                      run each target once over its committed corpus
 #   scripts/fuzz.sh --merge <target>              minimise $KTUNE_FUZZ_DIR/corpus/<target> plus the committed
 #                                                 corpus into test/fuzz/corpus/<target>/ (libFuzzer -merge=1)
-# Environment: CLANGXX (default clang++-14, else clang++), KTUNE_FUZZ_DIR, KTUNE_FUZZ_JOBS (build jobs).
+# Reproducible: every run uses a seed (-seed=), printed with the command that repeats it. KTUNE_FUZZ_SEED=N
+# (or --seed N) sets it; by default it is derived from the commit (same commit, same seed: a CI run can
+# be repeated), plus a number derived from each target's name. New coverage is kept in $KTUNE_FUZZ_DIR/corpus/<target>/
+# across runs (fold it into the committed corpus with --merge); a crash input is kept in artifacts/.
+# Environment: CLANGXX (default clang++-14, else clang++), KTUNE_FUZZ_DIR, KTUNE_FUZZ_JOBS (build jobs),
+# KTUNE_FUZZ_SEED.
 # When clang's libFuzzer runtime is missing, the script says so, builds the targets with the replay
 # driver (test/fuzz/replay_main.cpp) and ASan+UBSan instead, and replays the corpus deterministically.
 set -euo pipefail
@@ -26,13 +31,14 @@ out="${KTUNE_FUZZ_DIR:-$root/build-fuzz}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 
-mode=run seconds=60 targets=()
+mode=run seconds=60 targets=() seed="${KTUNE_FUZZ_SEED:-}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-only) mode=build ;;
+    --seed) seed="${2:?--seed needs a number}"; shift ;;
     --replay) mode=replay ;;
     --merge) mode=merge ;;
-    -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "${BASH_SOURCE[0]}"; exit 0 ;;
     [0-9]*) seconds="$1" ;;
     *) targets+=("$1") ;;
   esac
@@ -46,6 +52,17 @@ if [ "${#targets[@]}" -eq 0 ]; then
 fi
 
 log() { printf '[fuzz] %s\n' "$*" >&2; }
+
+# The run's seed: given, or derived from the commit (28 bits of its hash), or from the clock outside git.
+seed_source="KTUNE_FUZZ_SEED"
+if [ -z "$seed" ]; then
+  if commit="$(git -C "$root" rev-parse HEAD 2>/dev/null)"; then
+    seed=$((16#${commit:0:7})) seed_source="commit ${commit:0:12}"
+  else
+    seed=$(( $(date +%s) % 268435456 )) seed_source="clock"
+  fi
+fi
+case "$seed" in ''|*[!0-9]*) log "the seed must be a non-negative integer, got '$seed'"; exit 2 ;; esac
 
 cxx="${CLANGXX:-}"
 if [ -z "$cxx" ]; then
@@ -97,9 +114,8 @@ build() {  # build <target> -> $out/fuzz_<target> (compile through ccache when p
   [ -f "$src" ] || { log "no such target: $t ($src)"; return 1; }
   local t0=$SECONDS
   if [ "$have_libfuzzer" = 1 ]; then
-    # -Wno-defaulted-function-deleted: GemmConfig's defaulted operator== is deleted (see README, Reliability)
     local flags=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
-    "${launcher[@]}" "$cxx" "${common[@]}" -Wno-defaulted-function-deleted "${flags[@]}" -c "$src" -o "$bin.o"
+    "${launcher[@]}" "$cxx" "${common[@]}" "${flags[@]}" -c "$src" -o "$bin.o"
     "$cxx" "${flags[@]}" "$bin.o" -o "$bin" "${libs[@]}"
   else
     local gxx="${CXX:-g++}"
@@ -135,6 +151,8 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 
 failed=()
 for t in "${targets[@]}"; do
+  # Each target its own seed, the same whichever targets run with it.
+  target_seed=$(( (seed + $(printf '%s' "$t" | cksum | cut -d' ' -f1) % 65536) % 2147483647 + 1 ))  # 0: libFuzzer picks one
   bin="$out/fuzz_$t" seeds="$root/test/fuzz/corpus/$t"
   mkdir -p "$seeds"
   case "$mode" in
@@ -156,11 +174,14 @@ for t in "${targets[@]}"; do
       log "$t: $(find "$seeds" -type f | wc -l) inputs in test/fuzz/corpus/$t" ;;
     run)
       mkdir -p "$out/corpus/$t" "$out/artifacts"
-      log "fuzzing $t for ${seconds} s (corpus: $(find "$seeds" -type f | wc -l) committed inputs)"
+      kept=$(find "$out/corpus/$t" -type f | wc -l)
+      log "fuzzing $t for ${seconds} s, seed $target_seed (from $seed_source), corpus: $(find "$seeds" -type f | wc -l) committed + $kept kept inputs"
+      log "  repeat: KTUNE_FUZZ_SEED=$seed scripts/fuzz.sh $seconds $t   (same corpus: $out/corpus/$t as it is now)"
       rc=0
-      "$bin" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -max_len=4096 -print_final_stats=1 \
+      "$bin" -seed="$target_seed" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -max_len=4096 -print_final_stats=1 \
         -artifact_prefix="$out/artifacts/${t}-" "$out/corpus/$t" "$seeds" >"$out/$t.log" 2>&1 || rc=$?
-      grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ *DONE)' "$out/$t.log" | sed "s/^/[fuzz] $t: /" >&2 || true
+      grep -E '^(INFO: Seed:|stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ *DONE)' "$out/$t.log" | sed "s/^/[fuzz] $t: /" >&2 || true
+      log "$t: $(find "$out/corpus/$t" -type f | wc -l) inputs kept in $out/corpus/$t (scripts/fuzz.sh --merge $t folds them into the committed corpus)"
       if [ "$rc" -ne 0 ]; then
         failed+=("$t")
         log "$t FAILED (exit $rc):"
