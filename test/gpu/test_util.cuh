@@ -516,7 +516,8 @@ struct RunResult {
 // Runs D = epilogue(A·B) with `instance` (nullptr: the one-call API's own choice) and checks D against
 // the float64 reference built from `acc` (= A·B as stored). A and B are already on the device.
 inline RunResult run_checked(const Matrix& A, const Matrix& B, const std::vector<double>& acc, MathOp math,
-                             const OutputCase& oc, const char* instance, Rng& rng, cudaStream_t stream = nullptr) {
+                             const OutputCase& oc, const char* instance, Rng& rng, cudaStream_t stream = nullptr,
+                             const GemmLaunchOptions& launch = {}) {
   const std::int64_t M = A.st.rows, N = B.st.cols, K = A.st.cols;
   const EpilogueSpec& ep = oc.epilogue;
   RunResult rr;
@@ -599,6 +600,7 @@ inline RunResult run_checked(const Matrix& A, const Matrix& B, const std::vector
 
   GemmOptions opt;
   opt.instance = instance;
+  opt.launch = launch;
   (void)(rr.status = backend::run_gemm(d, ops, stream, opt));
   backend::sync(stream);
   if (!rr.status.ok()) return rr;

@@ -37,6 +37,22 @@ struct Sm80MmaF16Small {
   static constexpr int aligns[] = {8};
 };
 
+// Decode-like problems (M ≤ 64: a few activation rows times a large weight matrix): 16- and 32-row
+// tiles of 16-row warps side by side along N, so each block streams a wide slab of B and wastes little
+// of M. Memory-bound: meant to run with split-K (launch option) so that enough blocks stream the
+// weights; activations row-major, weights either way.
+struct Sm80MmaF16SmallM {
+  static constexpr std::string_view name = "sm80_mma_f16_small_m";
+  static constexpr const ArchTraits& arch = sm80;
+  static constexpr MathOp maths[] = {mma_f16, mma_bf16};
+  static constexpr Layout a_layouts[] = {row};
+  static constexpr Layout b_layouts[] = {col, row};
+  static constexpr TileShape tiles[] = {{16, 128, 64}, {32, 128, 64}, {16, 64, 128}};
+  static constexpr WarpShape warps[] = {{16, 32}};
+  static constexpr int stages[] = {4};
+  static constexpr int aligns[] = {8};
+};
+
 // f16/bf16 operands whose rows are only 4- or 2-byte aligned (odd K, odd leading dimensions).
 struct Sm80MmaF16Unaligned {
   static constexpr std::string_view name = "sm80_mma_f16_unaligned";

@@ -24,7 +24,7 @@ GemmKernelEntry make_entry() {
                            &kernel::sm90::launch_builtin<Cfg>, &kernel::sm90::attributes_of<Cfg>};
   else
     return GemmKernelEntry{Cfg::name.view(), F::name, Cfg::value, estimate_resources(Cfg::value),
-                           &kernel::launch_builtin<Cfg>, &kernel::attributes_of<Cfg>};
+                           &kernel::launch_builtin<Cfg>, &kernel::attributes_of<Cfg>, kernel::workspace_size_fn<Cfg>()};
 }
 
 // Register the survivors with index % Parts == Part (so one family can be split over translation

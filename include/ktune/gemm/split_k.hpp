@@ -17,6 +17,10 @@
 
 namespace ktune {
 
+// Instances whose kernel takes split_k > 1: the sm80 mma.sync ones (SIMT instances run at their
+// 128-register cap, where the split-K epilogue spills; wgmma instances have their own persistent kernel).
+constexpr bool supports_split_k(const GemmConfig& c) { return uses_tensor_cores(c.math) && !is_wgmma(c.math); }
+
 struct SplitKLayout {
   std::size_t semaphore_bytes = 0;  // at offset 0
   std::size_t partials_offset = 0;  // bytes; 256-byte aligned

@@ -6,7 +6,9 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 
 #include "ktune/device.hpp"
@@ -16,6 +18,7 @@
 #include "ktune/gemm/kernel/params.cuh"
 #include "ktune/gemm/kernel/schedule.cuh"
 #include "ktune/gemm/kernel/simt.cuh"
+#include "ktune/gemm/split_k.hpp"
 
 namespace ktune::kernel {
 
@@ -25,13 +28,47 @@ struct MainloopFor {
   using type = std::conditional_t<C.math == MathOp::simt_f32, SimtMainloop<C>, MmaMainloop<C, T>>;
 };
 
+// Split-K: x (this slice's sums of row, columns col..col+n-1) becomes the sum of every slice's partial,
+// added in slice order whichever slice runs this, so the result is bit-identical run to run. Other
+// slices' partials were written by other multiprocessors: read them through L2 (ld.global.cg).
+template <class EpiParams>
+__device__ __forceinline__ void sum_partials(const GemmParams<EpiParams>& p, int row, int col, int n, int own,
+                                             float (&x)[4]) {
+  const float* src = p.partials + static_cast<std::int64_t>(row) * p.partial_ld + col;
+  float sum[4], v[4];
+#pragma unroll 4
+  for (int s = 0; s < p.split_k; ++s, src += p.partial_slice) {
+    if (s == own) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) v[i] = x[i];
+    } else if (n == 4) {
+      *reinterpret_cast<float4*>(v) = __ldcg(reinterpret_cast<const float4*>(src));
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) v[i] = i < n ? __ldcg(src + i) : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) sum[i] = s == 0 ? v[i] : sum[i] + v[i];
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) x[i] = sum[i];
+}
+
+// What store_tile does with a block's accumulators.
+enum class TileStore {
+  epilogue,  // apply the epilogue and store D
+  partial,   // split-K: store the raw fp32 sums to this slice's partial matrix in the workspace
+  reduce,    // split-K, serial: add all slices' partials in slice order (this one's from registers),
+             // then apply the epilogue and store D
+};
+
 // Epilogue: each warp moves its accumulators through shared memory one 16-row band at a time, then
 // every lane applies the epilogue to 4 consecutive columns and stores them as one vector. Rows are
 // written by 16·WN/4 lanes' worth of coalesced vectors; the epilogue code exists once (not once per
 // accumulator register), which keeps instances small and fast to compile.
-template <GemmConfig C, class Epi, class TOut, class Mainloop, class Acc>
+template <GemmConfig C, class Epi, class TOut, class Mainloop, TileStore Mode = TileStore::epilogue, class Acc>
 __device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params>& p, Acc& acc, char* smem, int m0,
-                                           int n0) {
+                                           int n0, int slice = 0) {
   constexpr int WN = C.warp.n, band_rows = smem_layout::epilogue_band_rows;
   constexpr int stride = WN + smem_layout::epilogue_pad;  // floats per staged row
   constexpr int vectors = band_rows * WN / 4;
@@ -57,6 +94,13 @@ __device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params
             const int n = min(4, p.n - col);
             float x[4];
             *reinterpret_cast<float4*>(x) = *reinterpret_cast<const float4*>(stage + r * stride + c);
+            if constexpr (Mode == TileStore::partial) {
+              float* dst = p.partials + slice * p.partial_slice + static_cast<std::int64_t>(row) * p.partial_ld + col;
+              if (n == 4) *reinterpret_cast<float4*>(dst) = *reinterpret_cast<const float4*>(x);  // ld % 4 == 0
+              else for (int i = 0; i < n; ++i) dst[i] = x[i];
+              continue;
+            }
+            if constexpr (Mode == TileStore::reduce) sum_partials(p, row, col, n, slice, x);
             Epi::template apply<TOut>(p.ep, row, col, x, n);
             TOut* dst = D + static_cast<std::int64_t>(row) * p.ldd + col;
             if (n == 4 && vec4) {
@@ -86,14 +130,78 @@ __global__ void __launch_bounds__(CfgT::value.threads(), target_blocks_per_sm(Cf
   const TileCoord tile = grouped_raster(blockIdx.x, tiles_m, tiles_n, p.raster_group);
   const int m0 = tile.m * C.tile.m, n0 = tile.n * C.tile.n;
 
+  constexpr bool splittable = supports_split_k(C);
+  const int slice = splittable && p.split_k > 1 ? static_cast<int>(blockIdx.y) : 0;
   typename Mainloop::Accumulators acc;
-  Mainloop::run(acc, smem, static_cast<const T*>(p.a), p.lda, static_cast<const T*>(p.b), p.ldb, m0, n0, p.m, p.n, p.k);
+  if constexpr (splittable) {
+    const KRange kr = k_slice((p.k + C.tile.k - 1) / C.tile.k, slice, p.split_k);
+    Mainloop::run(acc, smem, static_cast<const T*>(p.a), p.lda, static_cast<const T*>(p.b), p.ldb, m0, n0, p.m, p.n,
+                  p.k, kr.first, kr.count);
+  } else {
+    Mainloop::run(acc, smem, static_cast<const T*>(p.a), p.lda, static_cast<const T*>(p.b), p.ldb, m0, n0, p.m, p.n, p.k);
+  }
   __syncthreads();  // the pipeline's shared memory becomes the epilogue's staging area
 
+  if (splittable && p.split_k > 1) {
+    store_tile<C, Epi, float, Mainloop, TileStore::partial>(p, acc, smem, m0, n0, slice);
+    if (!p.split_serial) return;  // parallel mode: splitk_reduce_kernel finishes
+    // Arrive at the tile's counter after this block's partial is visible device-wide; the last of the
+    // split_k slices to arrive (whichever it is) reduces, and leaves the counter zero again.
+    __threadfence();
+    __syncthreads();
+    bool last = false;
+    if (threadIdx.x == 0) {
+      last = atomicAdd(p.semaphores + blockIdx.x, 1) == p.split_k - 1;
+      if (last) p.semaphores[blockIdx.x] = 0;
+    }
+    if (!__syncthreads_or(last)) return;
+    __threadfence();  // the other slices' partials, published before their arrivals, are read after ours
+    switch (p.d_type) {
+      case DType::f32: store_tile<C, Epi, float, Mainloop, TileStore::reduce>(p, acc, smem, m0, n0, slice); break;
+      case DType::f16: store_tile<C, Epi, __half, Mainloop, TileStore::reduce>(p, acc, smem, m0, n0, slice); break;
+      case DType::bf16: store_tile<C, Epi, __nv_bfloat16, Mainloop, TileStore::reduce>(p, acc, smem, m0, n0, slice); break;
+    }
+    return;
+  }
   switch (p.d_type) {
     case DType::f32: store_tile<C, Epi, float, Mainloop>(p, acc, smem, m0, n0); break;
     case DType::f16: store_tile<C, Epi, __half, Mainloop>(p, acc, smem, m0, n0); break;
     case DType::bf16: store_tile<C, Epi, __nv_bfloat16, Mainloop>(p, acc, smem, m0, n0); break;
+  }
+}
+
+// Split-K, parallel mode: D = epilogue(sum of the split_k partials, added in slice order). One thread
+// per 4 consecutive columns of a row.
+template <class Epi, class TOut>
+__device__ __forceinline__ void reduce_store(const GemmParams<typename Epi::Params>& p, int row, int col) {
+  const int n = min(4, p.n - col);
+  float x[4];
+  sum_partials(p, row, col, n, -1, x);
+  Epi::template apply<TOut>(p.ep, row, col, x, n);
+  TOut* dst = static_cast<TOut*>(p.d) + static_cast<std::int64_t>(row) * p.ldd + col;
+  if (n == 4 && p.d_vec4) {
+    struct alignas(4 * sizeof(TOut)) Vec4 { TOut e[4]; };
+    Vec4 out;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out.e[i] = epilogue::from_float<TOut>(x[i]);
+    *reinterpret_cast<Vec4*>(dst) = out;
+  } else {
+    for (int i = 0; i < n; ++i) dst[i] = epilogue::from_float<TOut>(x[i]);
+  }
+}
+
+inline constexpr int splitk_reduce_threads = 256;
+
+template <class Epi>
+__global__ void __launch_bounds__(splitk_reduce_threads) splitk_reduce_kernel(const GemmParams<typename Epi::Params> p) {
+  const int quads = (p.n + 3) / 4;
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= static_cast<std::int64_t>(p.m) * quads) return;
+  const int row = static_cast<int>(i / quads), col = static_cast<int>(i % quads) * 4;
+  switch (p.d_type) {
+    case DType::f32: reduce_store<Epi, float>(p, row, col); break;
+    case DType::f16: reduce_store<Epi, __half>(p, row, col); break;
+    case DType::bf16: reduce_store<Epi, __nv_bfloat16>(p, row, col); break;
   }
 }
 
@@ -145,9 +253,55 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   const GemmParams<typename Epi::Params> p = make_gemm_params(d, ops, opt, ep);
   const std::int64_t tiles = ceil_div(d.m, std::int64_t{C.tile.m}) * ceil_div(d.n, std::int64_t{C.tile.n});
   if (tiles > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
+  if (opt.split_k < 1 || opt.split_k > max_split_k || (opt.split_mode != SplitKMode::serial && opt.split_mode != SplitKMode::parallel))
+    return error(StatusCode::invalid_argument, "split_k must be in [1, " + std::to_string(max_split_k) +
+                                                   "] with a known split_mode, got " + std::to_string(opt.split_k));
+  if (opt.split_k > 1 && !supports_split_k(C))
+    return error(StatusCode::unsupported, "this instance does not support split-K (split_k=" + std::to_string(opt.split_k) + ")");
+  if (opt.split_k > 1) {
+    const std::size_t need = split_k_layout(C, d, opt).total_bytes;
+    if (ops.workspace == nullptr || ops.workspace_bytes < need)
+      return error(StatusCode::invalid_argument, "workspace too small: split_k=" + std::to_string(opt.split_k) +
+                                                     " needs " + std::to_string(need) + " bytes, got " +
+                                                     std::to_string(ops.workspace == nullptr ? 0 : ops.workspace_bytes));
+    if (reinterpret_cast<std::uintptr_t>(ops.workspace) % 16 != 0)
+      return error(StatusCode::misaligned, "workspace must be 16-byte aligned");
+  }
   KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(smem));
-  kernel<<<static_cast<unsigned>(tiles), C.threads(), smem, stream>>>(p);
-  return cuda_status(cudaGetLastError(), "GEMM kernel launch");
+  if (opt.split_k <= 1) {
+    kernel<<<static_cast<unsigned>(tiles), C.threads(), smem, stream>>>(p);
+    return cuda_status(cudaGetLastError(), "GEMM kernel launch");
+  }
+  // Split-K: slices along grid y, partials (and serial mode's counters) in the workspace.
+  const SplitKLayout ws = split_k_layout(C, d, opt);
+  GemmParams<typename Epi::Params> q = p;
+  q.split_k = opt.split_k;
+  q.split_serial = opt.split_mode == SplitKMode::serial;
+  q.semaphores = static_cast<int*>(ops.workspace);
+  q.partials = reinterpret_cast<float*>(static_cast<char*>(ops.workspace) + ws.partials_offset);
+  q.partial_ld = ws.partial_ld;
+  q.partial_slice = ws.partial_ld * d.m;
+  if (q.split_serial)
+    KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(ops.workspace, 0, ws.semaphore_bytes, stream), "split-K counters"));
+  kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(opt.split_k)), C.threads(), smem, stream>>>(q);
+  KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "GEMM kernel launch (split-K)"));
+  if (q.split_serial) return {};
+  const std::int64_t threads = d.m * ceil_div(d.n, std::int64_t{4});
+  splitk_reduce_kernel<Epi><<<static_cast<unsigned>(ceil_div(threads, std::int64_t{splitk_reduce_threads})),
+                              splitk_reduce_threads, 0, stream>>>(q);
+  return cuda_status(cudaGetLastError(), "split-K reduction kernel launch");
+}
+
+// Workspace bytes an instance needs (GemmKernelEntry::workspace_size): split-K partials and counters.
+template <class CfgT>
+std::size_t workspace_size_of(const GemmDesc& d, const GemmLaunchOptions& opt) {
+  return split_k_layout(CfgT::value, resolved(d), opt).total_bytes;
+}
+// The entry's workspace_size: null for instances without split-K (they need no workspace).
+template <class CfgT>
+constexpr std::size_t (*workspace_size_fn())(const GemmDesc&, const GemmLaunchOptions&) {
+  if constexpr (supports_split_k(CfgT::value)) return &workspace_size_of<CfgT>;
+  else return nullptr;
 }
 
 // The dispatch-table launcher: the built-in run-time epilogue.

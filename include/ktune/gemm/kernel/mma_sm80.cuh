@@ -168,10 +168,15 @@ struct MmaMainloop {
       for (int h = 0; h < 2; ++h) f(g + h * 8, j * instr.n + 2 * t, acc[Band][j][2 * h], acc[Band][j][2 * h + 1]);
   }
 
+  // k-tiles [kt_first, kt_first + kt_count) of the problem (a split-K slice; all of K by default).
   __device__ __forceinline__ static void run(float (&acc)[MI][NI][4], char* smem, const T* A, std::int64_t lda,
-                                             const T* B, std::int64_t ldb, int m0, int n0, int M, int N, int K) {
+                                             const T* B, std::int64_t ldb, int m0, int n0, int M, int N, int K,
+                                             int kt_first = 0, int kt_count = -1) {
     const int tid = threadIdx.x;
-    run_pipelined(acc, smem, K, [&](int slot, int kt) { load_stage(smem, slot, kt, A, lda, B, ldb, m0, n0, M, N, K, tid); });
+    if (kt_count < 0) kt_count = (K + BK - 1) / BK;
+    run_pipelined_tiles(acc, smem, kt_count, [&](int slot, int kt) {
+      load_stage(smem, slot, kt_first + kt, A, lda, B, ldb, m0, n0, M, N, K, tid);
+    });
   }
 
   // The pipeline with the global→shared copies supplied by the caller: load(slot, kt) issues the
@@ -180,6 +185,13 @@ struct MmaMainloop {
   // operand iterator may advance on every call (the implicit-GEMM convolution's A loader does).
   template <class LoadStage>
   __device__ __forceinline__ static void run_pipelined(float (&acc)[MI][NI][4], char* smem, int K, LoadStage&& load) {
+    run_pipelined_tiles(acc, smem, (K + BK - 1) / BK, static_cast<LoadStage&&>(load));
+  }
+
+  // The same over `k_tiles` k-tiles (zero leaves the accumulators zero).
+  template <class LoadStage>
+  __device__ __forceinline__ static void run_pipelined_tiles(float (&acc)[MI][NI][4], char* smem, int k_tiles,
+                                                             LoadStage&& load) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm0 = (warp / (BN / WN)) * WM, wn0 = (warp % (BN / WN)) * WN;
 #pragma unroll
@@ -189,7 +201,6 @@ struct MmaMainloop {
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
-    const int k_tiles = (K + BK - 1) / BK;
     // Prologue: fill stages-1 slots, then wait for the first.
 #pragma unroll
     for (int s = 0; s < C.stages - 1; ++s) {

@@ -22,6 +22,14 @@ struct GemmParams {
   bool d_vec4;      // D (and C, bias, residual) allow 4-element vector accesses
   int raster_group;  // tile-rows per raster group (L2 locality)
   EpiParams ep;
+  // Split-K (split_k > 1; see gemm/split_k.hpp): slice s = blockIdx.y stores its fp32 partial tile at
+  // partials + s·partial_slice (rows partial_ld apart). Serial mode: the last slice to arrive at a
+  // tile (semaphores[tile], zeroed before the launch) adds the slices in order and applies the epilogue.
+  int split_k;       // ≤ 1: no split
+  bool split_serial;
+  float* partials;
+  std::int64_t partial_ld, partial_slice;
+  int* semaphores;
 };
 
 template <DType T> struct element;

@@ -1,0 +1,234 @@
+// bench_splitk — decode-shaped GEMMs (M = 1, 16, 32 times Llama-sized weight matrices, bf16 'tn': A is
+// M×K row-major, B is given as N×K) and 64×64×65536: ktune's best (instance × split-K launch option)
+// against cuBLASLt's default heuristic, same data, same process. CUDA-graph replay, median of repeats,
+// operand sets rotated so that the weights are not served from L2. Prints µs, TF/s, GB/s (bytes of A,
+// B and D once) against the 4.25 TB/s device copy ceiling, the ratio and the geomean over the decode
+// shapes; then, per shape, the fastest tactics and where split_k_variants' picks rank.
+//
+//   ktune_bench_bench_splitk [--quick] [--top N] [--sweep] [--shape MxNxK] [--filter SUBSTRING]
+// --sweep times every split count in {1..8, 10, 12, 16, 20, 24, 32, 48, 64} × both modes (not just
+// split_k_variants'); --benchmark_* arguments (scripts/gpu-check.sh) mean --quick.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/gpu_harness.cuh"
+#include "common/problem_spec.hpp"
+#include "ktune/gemm.hpp"
+#include "ktune/gemm/split_k.hpp"
+
+using namespace ktune;
+using namespace ktune::tools;
+
+namespace {
+
+constexpr double kCopyCeilingGBs = 4250.0;  // measured device-to-device copy on the H200 (ANCHORS.md)
+
+struct Tactic {
+  const GemmKernelEntry* e;
+  GemmLaunchOptions lo;
+  bool proposed;  // one of split_k_variants()
+  double ms = 0;
+  std::string name() const {
+    std::string n(e->name);
+    if (lo.split_k > 1) n += "@split" + std::to_string(lo.split_k) + (lo.split_mode == SplitKMode::serial ? "s" : "p");
+    return n;
+  }
+};
+
+struct Row {
+  std::string shape;
+  double cublas_ms = 0, ktune_ms = 0, flops = 0, bytes = 0;
+  std::string best;
+  bool decode = false;
+};
+
+int fail(const Status& s, const char* what) {
+  std::fprintf(stderr, "%s: %s\n", what, s.to_string().c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false, sweep = false;
+  int top = 5;
+  std::string only, filter;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick" || a.rfind("--benchmark", 0) == 0) quick = true;
+    else if (a == "--sweep") sweep = true;
+    else if (a == "--top" && i + 1 < argc) top = std::atoi(argv[++i]);
+    else if (a == "--shape" && i + 1 < argc) only = argv[++i];
+    else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: %s [--quick] [--sweep] [--top N] [--shape MxNxK] [--filter SUBSTRING]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (cuda_device_count() == 0) {
+    std::printf("bench_splitk: no CUDA device found - SKIPPED\n");
+    return 0;
+  }
+  DeviceInfo dev;
+  if (Status s = current_device(dev); !s.ok()) return fail(s, "device");
+  std::printf("bench_splitk on %s (sm%d, %d SMs, L2 %d MB), commit %s\n", dev.name.c_str(), dev.cc, dev.sm_count,
+              dev.l2_bytes >> 20, KTUNE_GIT_COMMIT);
+
+  struct Shape { std::int64_t m, n, k; bool decode; };
+  std::vector<Shape> shapes;
+  for (std::int64_t m : {1, 16, 32})
+    for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{4096, 4096}, {11008, 4096}, {4096, 11008}, {28672, 8192}})
+      shapes.push_back({m, n, k, true});
+  shapes.push_back({64, 64, 65536, false});
+  if (quick) shapes = {{16, 4096, 4096, true}, {64, 64, 65536, false}};
+  if (!only.empty()) {
+    std::int64_t m, n, k;
+    if (!parse_mnk(only, m, n, k)) return 2;
+    shapes = {{m, n, k, m <= 64}};
+  }
+
+  cudaStream_t s = nullptr;
+  if (Status st = cuda_status(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream"); !st.ok()) return fail(st, "stream");
+  CublasRef cublas;
+  if (Status st = cublas.init(); !st.ok()) return fail(st, "cuBLAS");
+  TimingOptions topt;
+  topt.target_ms_per_repeat = quick ? 1.0 : 3.0;
+  topt.repeats = quick ? 3 : 7;
+  TimingOptions kopt = topt;
+  kopt.repeats = quick ? 3 : 5;
+  kopt.target_ms_per_repeat = quick ? 1.0 : 2.0;
+
+  DeviceBuffer workspace;
+  std::vector<Row> rows;
+  for (const Shape& sh : shapes) {
+    const ProblemSpec spec = make_problem(sh.m, sh.n, sh.k, Precision::bf16, "tn");
+    ProblemData data;
+    if (Status st = data.create(spec, dev, 1234, s); !st.ok()) return fail(st, "data");
+    const GemmDesc d = data.desc();
+    Row row;
+    row.shape = spec.shape_name();
+    row.decode = sh.decode;
+    row.flops = 2.0 * d.m * d.n * d.k;
+    row.bytes = data.bytes_per_set();
+
+    // cuBLASLt (default heuristic), and its output on set 0 as the reference.
+    std::unique_ptr<CublasRef::Plan> plan;
+    if (Status st = cublas.make_plan(spec, nullptr, plan); !st.ok()) return fail(st, "cuBLAS plan");
+    const GemmOperands o0 = data.ops(0);
+    if (Status st = cublas.run(*plan, o0.a, o0.b, data.ref(), s); !st.ok()) return fail(st, "cuBLAS run");
+    Timing tc;
+    const LaunchFn cub = [&](int i, cudaStream_t st) {
+      const GemmOperands o = data.ops(i);
+      return cublas.run(*plan, o.a, o.b, o.d, st);
+    };
+    if (Status st = time_launches(cub, s, topt, tc); !st.ok()) return fail(st, "cuBLAS timing");
+    row.cublas_ms = tc.median_ms;
+
+    // ktune: every instance that takes the problem × its launch variants (or the sweep).
+    std::vector<Tactic> tactics;
+    const GemmAlignment al = alignment_of(d, o0);
+    for (const GemmKernelEntry* e : gemm_table().candidates(d, al, &dev)) {
+      if (!filter.empty() && e->name.find(filter) == std::string_view::npos) continue;
+      const std::vector<GemmLaunchOptions> proposed = split_k_variants(*e, d, dev);
+      auto is_proposed = [&](const GemmLaunchOptions& lo) {
+        return std::any_of(proposed.begin(), proposed.end(), [&](const GemmLaunchOptions& p) {
+          return p.split_k == lo.split_k && (lo.split_k == 1 || p.split_mode == lo.split_mode);
+        });
+      };
+      std::vector<GemmLaunchOptions> los = proposed;
+      if (sweep && e->workspace_size != nullptr) {
+        los.clear();
+        const std::int64_t k_tiles = (d.k + e->config.tile.k - 1) / e->config.tile.k;
+        for (int sk : {1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 20, 24, 32, 48, 64})
+          for (SplitKMode mode : {SplitKMode::serial, SplitKMode::parallel}) {
+            if ((sk == 1 && mode == SplitKMode::parallel) || sk > k_tiles) continue;
+            GemmLaunchOptions lo;
+            lo.split_k = sk;
+            lo.split_mode = mode;
+            los.push_back(lo);
+          }
+      }
+      for (const auto& lo : los) tactics.push_back({e, lo, is_proposed(lo)});
+    }
+    std::size_t ws_need = 0;
+    for (const Tactic& t : tactics) ws_need = std::max(ws_need, workspace_bytes_for(*t.e, d, t.lo));
+    if (ws_need > workspace.bytes())
+      if (Status st = workspace.allocate(ws_need); !st.ok()) return fail(st, "workspace");
+    for (Tactic& t : tactics) {
+      const LaunchFn fn = [&](int i, cudaStream_t st) {
+        GemmOperands o = data.ops(i);
+        o.workspace = workspace.get();
+        o.workspace_bytes = workspace.bytes();
+        GemmOptions opt;
+        opt.instance = t.e->name.data();
+        opt.launch = t.lo;
+        return gemm(d, o, st, opt);
+      };
+      Timing tk;
+      if (Status st = time_launches(fn, s, kopt, tk); !st.ok()) {
+        std::printf("  %s: %s\n", t.name().c_str(), st.to_string().c_str());
+        t.ms = 1e30;
+        continue;
+      }
+      t.ms = tk.median_ms;
+    }
+    std::sort(tactics.begin(), tactics.end(), [](const Tactic& a, const Tactic& b) { return a.ms < b.ms; });
+    if (tactics.empty() || tactics[0].ms >= 1e29) {
+      std::printf("%s: no ktune tactic ran\n", row.shape.c_str());
+      continue;
+    }
+    const Tactic& best = tactics[0];
+    row.ktune_ms = best.ms;
+    row.best = best.name();
+
+    // Correctness of the winner on set 0 against cuBLAS.
+    {
+      GemmOperands o = data.ops(0);
+      o.workspace = workspace.get();
+      o.workspace_bytes = workspace.bytes();
+      GemmOptions opt;
+      opt.instance = best.e->name.data();
+      opt.launch = best.lo;
+      (void)data.poison(0, s);
+      ErrorStats es;
+      Status st = gemm(d, o, s, opt);
+      if (st.ok()) (void)(st = data.error_vs_ref(o.d, s, es));
+      std::printf("%s: best %s, rel. error vs cuBLAS %.2e %s\n", row.shape.c_str(), row.best.c_str(), es.rel,
+                  st.ok() && es.passes(2e-2) ? "ok" : ("FAILED " + st.to_string()).c_str());
+    }
+    int rank = 1;
+    for (const Tactic& t : tactics) {
+      if (rank <= top || (t.proposed && rank <= 50))
+        std::printf("   #%-3d %-62s %8.2f us %7.1f GB/s%s\n", rank, t.name().c_str(), t.ms * 1e3, row.bytes / (t.ms * 1e-3) / 1e9,
+                    t.proposed ? "  [proposed]" : "");
+      ++rank;
+    }
+    rows.push_back(row);
+    std::fflush(stdout);
+  }
+
+  std::printf("\n%-20s %10s %10s %9s %9s %9s %7s %7s  %s\n", "shape (bf16 tn)", "cuBLAS us", "ktune us", "cuBLAS TF",
+              "ktune TF", "ktune GB/s", "%copy", "ratio", "best tactic");
+  double log_sum = 0;
+  int n_decode = 0;
+  for (const Row& r : rows) {
+    const double gbs = r.bytes / (r.ktune_ms * 1e-3) / 1e9, ratio = r.cublas_ms / r.ktune_ms;
+    std::printf("%-20s %10.2f %10.2f %9.1f %9.1f %9.0f %6.0f%% %7.2f  %s\n", r.shape.c_str(), r.cublas_ms * 1e3,
+                r.ktune_ms * 1e3, tflops(r.flops, r.cublas_ms), tflops(r.flops, r.ktune_ms), gbs,
+                100.0 * gbs / kCopyCeilingGBs, ratio, r.best.c_str());
+    if (r.decode) {
+      log_sum += std::log(ratio);
+      ++n_decode;
+    }
+  }
+  if (n_decode > 0) std::printf("decode geomean ktune/cuBLAS speedup: %.3f over %d shapes (target 1.5)\n", std::exp(log_sum / n_decode), n_decode);
+  cudaStreamDestroy(s);
+  return 0;
+}

@@ -1,0 +1,332 @@
+// GPU tests: split-K (GemmLaunchOptions::split_k, serial and parallel modes) against a float64 CPU
+// reference — every split count in {1, 2, 3, 5, 8} × both modes on edge shapes (M = 1, primes, K not
+// divisible by the split, K < split·BK, odd ldd) for one instance of every split-capable family, the
+// epilogue applied once to the whole sum (beta with C aliasing D, bias + relu, residual, clamp), serial
+// mode bit-identical across runs, a too-small caller workspace rejected with nothing written, a
+// caller workspace full of garbage, and the small-M (decode) family on its target shapes.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpu/test_util.cuh"
+#include "ktune/gemm/split_k.hpp"
+
+using namespace kt;
+
+namespace {
+
+struct SplitShape {
+  const char* what;
+  int m, n, k;
+  int pad_d = 0;
+};
+
+const std::vector<SplitShape>& split_shapes() {
+  static const std::vector<SplitShape> s = {
+      {"M = 1", 1, 136, 520},
+      {"prime M and N, K not a multiple of BK", 37, 131, 440},
+      {"primes (only 1- and 2-element vector instances)", 37, 131, 443},
+      {"K < split·BK", 48, 72, 40},
+      {"odd ldd", 61, 96, 296, 3},
+      {"K not divisible by the split, long", 20, 264, 2056},
+  };
+  return s;
+}
+
+constexpr int kSplits[] = {1, 2, 3, 5, 8};
+constexpr SplitKMode kModes[] = {SplitKMode::serial, SplitKMode::parallel};
+
+const char* mode_name(SplitKMode m) { return m == SplitKMode::serial ? "serial" : "parallel"; }
+
+// One split-capable instance per family (f16/bf16 tn where the family has it), runnable here.
+std::vector<const GemmKernelEntry*> split_instances(const DeviceInfo& dev) {
+  std::map<std::string_view, const GemmKernelEntry*> pick;
+  for (const auto& e : gemm_table().entries()) {
+    if (e.workspace_size == nullptr || !runs_on_device(e, dev).ok()) continue;
+    if (e.config.a_layout != Layout::row) continue;
+    auto& p = pick[e.family];
+    // Prefer bf16 with B column-major (the decode layout), then anything.
+    const bool good = e.config.math == MathOp::mma_bf16 && e.config.b_layout == Layout::col;
+    if (p == nullptr || (good && !(p->config.math == MathOp::mma_bf16 && p->config.b_layout == Layout::col))) p = &e;
+  }
+  std::vector<const GemmKernelEntry*> out;
+  for (auto& [f, e] : pick) out.push_back(e);
+  return out;
+}
+
+GemmLaunchOptions split(int s, SplitKMode m) {
+  GemmLaunchOptions o;
+  o.split_k = s;
+  o.split_mode = m;
+  return o;
+}
+
+struct Operands {
+  Matrix A, B;
+  std::vector<double> acc;
+};
+
+Operands make_operands(const GemmKernelEntry& e, int m, int n, int k, Rng& rng) {
+  const DType ab = e.config.operand();
+  Operands o;
+  o.A = random_matrix(storage(ab, m, k, e.config.a_layout == Layout::row), rng);
+  o.B = random_matrix(storage(ab, k, n, e.config.b_layout == Layout::row), rng);
+  o.acc = reference_ab(o.A, o.B);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("split-K: every split count and mode on edge shapes matches the float64 reference") {
+  DeviceInfo dev;
+  backend::device_info(dev);
+  const auto instances = split_instances(dev);
+  REQUIRE_FALSE(instances.empty());
+  std::uint64_t seed = 600;
+  int runs = 0;
+  for (const GemmKernelEntry* e : instances)
+    for (const SplitShape& sh : split_shapes()) {
+      Rng rng(seed++);
+      // Operand alignment: K and the leading dimensions must suit the instance's vectors.
+      if (sh.k % e->config.align != 0 || (e->config.b_layout == Layout::row && sh.n % e->config.align != 0)) continue;
+      const Operands op = make_operands(*e, sh.m, sh.n, sh.k, rng);
+      for (DType out : {DType::f32, DType::bf16})
+        for (int s : kSplits)
+          for (SplitKMode mode : kModes) {
+            if (s == 1 && mode == SplitKMode::parallel) continue;
+            OutputCase oc;
+            oc.d_type = out;
+            oc.ldd_pad = sh.pad_d;
+            const RunResult r = run_checked(op.A, op.B, op.acc, e->config.math, oc, e->name.data(), rng, nullptr, split(s, mode));
+            ++runs;
+            const double tol = tolerance(e->config.math, out);
+            CHECK_MESSAGE(r.status.ok(), e->name << " split " << s << " " << mode_name(mode) << " " << sh.what << ": "
+                                                 << r.status.to_string());
+            if (r.status.ok())
+              CHECK_MESSAGE(r.check.ok(tol), e->name << " split " << s << " " << mode_name(mode) << " " << sh.what
+                                                     << " out " << to_string(out) << ": " << r.check.summary());
+          }
+    }
+  MESSAGE(runs << " split-K runs over " << instances.size() << " instances");
+}
+
+TEST_CASE("split-K: the epilogue is applied once, to the whole sum") {
+  DeviceInfo dev;
+  backend::device_info(dev);
+  const auto instances = split_instances(dev);
+  REQUIRE_FALSE(instances.empty());
+  std::vector<std::pair<const char*, OutputCase>> cases;
+  {
+    OutputCase oc;
+    oc.epilogue = linear_combination(0.75f, -1.5f);
+    oc.c_aliases_d = true;
+    cases.push_back({"alpha/beta, C aliases D", oc});
+    oc = OutputCase{};
+    oc.epilogue = bias_activation(Activation::relu);
+    cases.push_back({"bias + relu", oc});
+    oc = OutputCase{};
+    oc.epilogue = linear_combination(1.25f, 0.5f);
+    oc.epilogue.residual = true;
+    oc.epilogue.activation = Activation::gelu_tanh;
+    oc.epilogue.clamp = true;
+    oc.epilogue.clamp_lo = -2.0f;
+    oc.epilogue.clamp_hi = 3.0f;
+    cases.push_back({"alpha/beta + residual + gelu + clamp", oc});
+    oc = OutputCase{};
+    oc.epilogue.residual = true;
+    oc.residual_aliases_d = true;
+    cases.push_back({"residual aliases D", oc});
+  }
+  std::uint64_t seed = 700;
+  for (const GemmKernelEntry* e : instances) {
+    Rng rng(seed++);
+    const Operands op = make_operands(*e, 33, 200, 1000, rng);
+    for (auto& [what, oc0] : cases)
+      for (DType out : {DType::f32, DType::bf16})
+        for (int s : {2, 5})
+          for (SplitKMode mode : kModes) {
+            OutputCase oc = oc0;
+            oc.d_type = out;
+            const RunResult r = run_checked(op.A, op.B, op.acc, e->config.math, oc, e->name.data(), rng, nullptr, split(s, mode));
+            CHECK_MESSAGE(r.status.ok(), e->name << " " << what << ": " << r.status.to_string());
+            if (r.status.ok())
+              CHECK_MESSAGE(r.check.ok(tolerance(e->config.math, out)),
+                            e->name << " split " << s << " " << mode_name(mode) << " " << what << " out "
+                                    << to_string(out) << ": " << r.check.summary());
+          }
+  }
+}
+
+namespace {
+
+// D of one run with a caller workspace (bytes of the whole output buffer).
+struct Direct {
+  GemmDesc d;
+  GemmOperands ops;
+  Matrix D;
+};
+
+Direct direct_problem(const GemmKernelEntry& e, const Operands& op, DType out) {
+  Direct x;
+  x.d.m = op.A.st.rows;
+  x.d.n = op.B.st.cols;
+  x.d.k = op.A.st.cols;
+  x.d.ab_type = e.config.operand();
+  x.d.a_layout = e.config.a_layout;
+  x.d.b_layout = e.config.b_layout;
+  x.d.compute = compute_for(e.config.math);
+  x.d.d_type = out;
+  x.D = poisoned(storage(out, x.d.m, x.d.n, true));
+  x.D.upload();
+  x.ops.a = op.A.data();
+  x.ops.b = op.B.data();
+  x.ops.d = x.D.data();
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("split-K: deterministic (bit-identical across runs), with a caller workspace full of garbage") {
+  DeviceInfo dev;
+  backend::device_info(dev);
+  const auto instances = split_instances(dev);
+  REQUIRE_FALSE(instances.empty());
+  std::uint64_t seed = 800;
+  for (const GemmKernelEntry* e : instances) {
+    Rng rng(seed++);
+    const Operands op = make_operands(*e, 64, 264, 8192, rng);
+    for (SplitKMode mode : kModes)
+      for (int s : {3, 8}) {
+        Direct x = direct_problem(*e, op, DType::f32);
+        GemmOptions opt;
+        opt.instance = e->name.data();
+        opt.launch = split(s, mode);
+        const std::size_t need = gemm_workspace_size(x.d, opt);
+        REQUIRE(need > 0);
+        DeviceBuffer ws(need);
+        std::vector<std::vector<unsigned char>> images;
+        for (int run = 0; run < 3; ++run) {
+          KT_CUDA(cudaMemset(ws.ptr, run == 0 ? 0xFF : 0x5A, need));  // garbage counters and partials
+          KT_CUDA(cudaMemset(x.D.data(), 0xFF, static_cast<std::size_t>(x.d.m * x.d.n * 4)));
+          x.ops.workspace = ws.ptr;
+          x.ops.workspace_bytes = need;
+          const Status st = gemm(x.d, x.ops, nullptr, opt);
+          REQUIRE_MESSAGE(st.ok(), st.to_string());
+          backend::sync(nullptr);
+          images.push_back(x.D.download());
+        }
+        CHECK_MESSAGE(images[0] == images[1], e->name << " split " << s << " " << mode_name(mode) << " differs run to run");
+        CHECK_MESSAGE(images[1] == images[2], e->name << " split " << s << " " << mode_name(mode) << " differs run to run");
+        const Check c = check_image(x.D.st, images[0], op.acc);
+        CHECK_MESSAGE(c.ok(tolerance(e->config.math, DType::f32)), e->name << ": " << c.summary());
+      }
+  }
+}
+
+TEST_CASE("split-K: a workspace too small is an error and nothing is written") {
+  DeviceInfo dev;
+  backend::device_info(dev);
+  const auto instances = split_instances(dev);
+  REQUIRE_FALSE(instances.empty());
+  const GemmKernelEntry* e = instances.front();
+  Rng rng(900);
+  const Operands op = make_operands(*e, 40, 136, 1024, rng);
+  for (SplitKMode mode : kModes) {
+    Direct x = direct_problem(*e, op, DType::bf16);
+    GemmOptions opt;
+    opt.instance = e->name.data();
+    opt.launch = split(4, mode);
+    const std::size_t need = gemm_workspace_size(x.d, opt);
+    REQUIRE(need > 0);
+    DeviceBuffer ws(need);
+    KT_CUDA(cudaMemset(ws.ptr, 0x77, need));
+    x.ops.workspace = ws.ptr;
+    x.ops.workspace_bytes = need - 4;
+    const Status st = gemm(x.d, x.ops, nullptr, opt);
+    CHECK(st.code() == StatusCode::invalid_argument);
+    CHECK(st.message().find("workspace too small") != std::string::npos);
+    backend::sync(nullptr);
+    // D untouched (still poison everywhere), the workspace untouched.
+    const auto img = x.D.download();
+    CHECK(std::all_of(img.begin(), img.end(), [](unsigned char b) { return b == kPoison; }));
+    std::vector<unsigned char> w(need);
+    backend::to_host(w.data(), ws.ptr, need);
+    CHECK(std::all_of(w.begin(), w.end(), [](unsigned char b) { return b == 0x77; }));
+    // The launcher itself refuses too (the tuner calls it directly).
+    CHECK(e->launch(resolved(x.d), x.ops, opt.launch, nullptr).code() == StatusCode::invalid_argument);
+    // Instances without split-K support refuse split_k > 1.
+    for (const auto& other : gemm_table().entries())
+      if (other.workspace_size == nullptr) {
+        GemmOptions o2;
+        o2.instance = other.name.data();
+        o2.launch = split(2, mode);
+        CHECK(check_launch_options(other, o2.launch).code() == StatusCode::unsupported);
+        break;
+      }
+  }
+}
+
+TEST_CASE("split-K through the one-call API with ktune's pooled workspace, on two streams") {
+  DeviceInfo dev;
+  backend::device_info(dev);
+  const auto instances = split_instances(dev);
+  REQUIRE_FALSE(instances.empty());
+  cudaStream_t s1 = nullptr, s2 = nullptr;
+  KT_CUDA(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+  KT_CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  std::uint64_t seed = 1000;
+  for (const GemmKernelEntry* e : instances) {
+    Rng rng(seed++);
+    const Operands op = make_operands(*e, 16, 264, 3000, rng);
+    for (cudaStream_t s : {s1, s2, static_cast<cudaStream_t>(nullptr)})
+      for (SplitKMode mode : kModes) {
+        OutputCase oc;
+        oc.d_type = DType::bf16;
+        const RunResult r = run_checked(op.A, op.B, op.acc, e->config.math, oc, e->name.data(), rng, s, split(7, mode));
+        CHECK_MESSAGE(r.status.ok(), r.status.to_string());
+        if (r.status.ok()) CHECK_MESSAGE(r.check.ok(tolerance(e->config.math, DType::bf16)), e->name << ": " << r.check.summary());
+      }
+  }
+  KT_CUDA(cudaStreamDestroy(s1));
+  KT_CUDA(cudaStreamDestroy(s2));
+}
+
+TEST_CASE("small-M family: decode shapes with the split counts split_k_variants proposes") {
+  DeviceInfo dev;
+  backend::device_info(dev);
+  std::vector<const GemmKernelEntry*> small_m;
+  for (const auto& e : gemm_table().entries())
+    if (e.family == "sm80_mma_f16_small_m" && runs_on_device(e, dev).ok()) small_m.push_back(&e);
+  REQUIRE_FALSE(small_m.empty());
+  std::uint64_t seed = 1100;
+  int runs = 0;
+  for (const GemmKernelEntry* e : small_m)
+    for (int m : {1, 16, 32}) {
+      Rng rng(seed++);
+      const Operands op = make_operands(*e, m, 320, 2048, rng);
+      GemmDesc d;
+      d.m = m;
+      d.n = 320;
+      d.k = 2048;
+      d.ab_type = e->config.operand();
+      d.a_layout = e->config.a_layout;
+      d.b_layout = e->config.b_layout;
+      for (const GemmLaunchOptions& lo : split_k_variants(*e, d, dev)) {
+        OutputCase oc;
+        oc.d_type = DType::bf16;
+        oc.epilogue = bias_activation(Activation::silu);
+        const RunResult r = run_checked(op.A, op.B, op.acc, e->config.math, oc, e->name.data(), rng, nullptr, lo);
+        ++runs;
+        CHECK_MESSAGE(r.status.ok(), r.status.to_string());
+        if (r.status.ok())
+          CHECK_MESSAGE(r.check.ok(tolerance(e->config.math, DType::bf16)),
+                        e->name << " M=" << m << " split " << lo.split_k << " " << mode_name(lo.split_mode) << ": "
+                                << r.check.summary());
+      }
+    }
+  MESSAGE(runs << " small-M runs");
+}
