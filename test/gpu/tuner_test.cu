@@ -103,10 +103,10 @@ TEST_CASE("tuner GPU: tuning leaves the caller's buffers untouched and the tuned
   const std::vector<unsigned char> a0 = p.A.download(), b0 = p.B.download(), d0 = p.D.download(), bias0 = p.bias.download();
   cudaStream_t stream = nullptr;
   KT_CUDA(cudaStreamCreate(&stream));
-  const GemmKernelEntry* e = nullptr;
-  const Status s = tuner.select(p.desc, p.ops(), stream, e);
+  const GemmTactic* t = nullptr;
+  const Status s = tuner.select(p.desc, p.ops(), stream, t);
   REQUIRE_MESSAGE(s.ok(), s.to_string());
-  REQUIRE(e != nullptr);
+  REQUIRE(t != nullptr);
   KT_CUDA(cudaStreamSynchronize(stream));
   // Nothing the caller owns changed (D is also C here).
   CHECK(p.A.download() == a0);
@@ -116,20 +116,25 @@ TEST_CASE("tuner GPU: tuning leaves the caller's buffers untouched and the tuned
   REQUIRE(!log.reports.empty());
   const TuningReport r = log.reports.back();
   CHECK(r.source == Source::tuned);
-  CHECK(r.winner == std::string(e->name));
+  CHECK(r.winner == t->name);
   CHECK(r.scratch_bytes > 0);
   CHECK(r.count(TacticStatus::failed_validation) == 0);
   CHECK(r.count(TacticStatus::failed_launch) == 0);
   MESSAGE(joined(log));
-  // The winner on the caller's real arguments.
-  REQUIRE(e->launch(resolved(p.desc), p.ops(), GemmLaunchOptions{}, stream).ok());
+  // The winning tactic (instance and launch options, with a workspace when it needs one) on the
+  // caller's real arguments.
+  const Status run = ktune::detail::launch_with_workspace(*t->entry, p.desc, p.ops(), t->launch, stream);
+  REQUIRE_MESSAGE(run.ok(), run.to_string());
   KT_CUDA(cudaStreamSynchronize(stream));
   const Check c = check_output(p.D, p.reference(), &p.d_init);
   CHECK_MESSAGE(c.ok(tolerance(MathOp::mma_f16, DType::f16)), c.summary());
-  // Later calls are lookups.
-  const GemmKernelEntry* again = nullptr;
+  // Later calls are lookups; the instance overload agrees.
+  const GemmTactic* again = nullptr;
   REQUIRE(tuner.select(p.desc, p.ops(), stream, again).ok());
-  CHECK(again == e);
+  CHECK(again == t);
+  const GemmKernelEntry* e = nullptr;
+  REQUIRE(tuner.select(p.desc, p.ops(), stream, e).ok());
+  CHECK(e == t->entry);
   CHECK(tuner.counters().tunings == 1);
   KT_CUDA(cudaStreamDestroy(stream));
 }
@@ -268,4 +273,102 @@ TEST_CASE("tuner GPU: a cache written by one process is used by another without 
   CHECK(std::system(cmd.c_str()) == 0);
   std::filesystem::remove(path);
   std::filesystem::remove(path + ".lock");
+}
+
+namespace {
+
+// A bf16 "tn" problem with bias and ReLU (no C), random data, for tactic tests.
+struct TacticProblem {
+  GemmDesc desc;
+  Matrix A, B, D, bias;
+  GemmOperands ops() const {
+    GemmOperands o;
+    o.a = A.data();
+    o.b = B.data();
+    o.d = D.data();
+    o.bias = bias.data();
+    return o;
+  }
+  TacticProblem(DType t, int m, int n, int k, std::uint64_t seed) {
+    Rng rng(seed);
+    desc.m = m;
+    desc.n = n;
+    desc.k = k;
+    desc.ab_type = t;
+    desc.d_type = t;
+    desc.a_layout = Layout::row;
+    desc.b_layout = Layout::col;
+    desc.epilogue = bias_activation(Activation::relu);
+    A = random_matrix(storage(t, m, k, true), rng);
+    B = random_matrix(storage(t, k, n, false), rng);
+    D = poisoned(storage(t, m, n, true));
+    bias = random_matrix(storage(t, 1, n, true), rng);
+  }
+};
+
+}  // namespace
+
+// Every launch variant the tuner times (split-K serial/parallel on a decode-like shape, sm90 clusters
+// of 2 on a wgmma shape) is validated by the tuner, and, pinned, gives the right result through
+// ktune::gemm (pooled workspace, guard bands intact); tuning leaves the caller's buffers unchanged.
+TEST_CASE("tuner GPU: tuned split-K and cluster tactics are correct through ktune::gemm; tuning leaves the caller's buffers unchanged") {
+  struct Shape {
+    DType t;
+    int m, n, k;
+  };
+  // 48x2048 output = 16 tiles of 128x128 with a long K: split-K variants; 512x768: 12 tiles of 128x256 for clusters.
+  const Shape shapes[] = {{DType::bf16, 48, 2048, 3072}, {DType::f16, 512, 768, 512}};
+  std::size_t variants_checked = 0;
+  std::string checked;
+  for (const Shape& sh : shapes) {
+    CAPTURE(sh.m);
+    TacticProblem p(sh.t, sh.m, sh.n, sh.k, 11 + sh.m);
+    const std::vector<unsigned char> a0 = p.A.download(), b0 = p.B.download(), d0 = p.D.download(), bias0 = p.bias.download();
+    Logged log;
+    TunerOptions o = test_options(log);
+    o.max_candidates = 0;  // every tactic
+    Tuner tuner(std::make_shared<CudaBackend>(), &gemm_table(), o);
+    const GemmAlignment al = alignment_of(p.desc, p.ops());
+    TuningReport r;
+    const Status s = tuner.tune(p.desc, al, &r, /*force=*/true);
+    REQUIRE_MESSAGE(s.ok(), s.to_string());
+    CHECK(r.source == Source::tuned);
+    CHECK(r.count(TacticStatus::failed_validation) == 0);
+    KT_CUDA(cudaDeviceSynchronize());
+    CHECK(p.A.download() == a0);
+    CHECK(p.B.download() == b0);
+    CHECK(p.D.download() == d0);
+    CHECK(p.bias.download() == bias0);
+    const std::vector<double> ref = reference_epilogue(reference_ab(p.A, p.B), sh.m, sh.n, p.desc.epilogue, nullptr, &p.bias.vals, nullptr);
+    const MathOp math = sh.t == DType::bf16 ? MathOp::mma_bf16 : MathOp::mma_f16;
+    for (const TacticRecord& rec : r.records) {
+      if (rec.name.find('@') == std::string::npos || rec.status == TacticStatus::cannot_implement ||
+          rec.status == TacticStatus::pruned_by_model)
+        continue;
+      CAPTURE(rec.name);
+      // A variant that ran was validated by the tuner against its reference.
+      const std::string status = std::string(to_string(rec.status)) + ": " + rec.detail;
+      CHECK_MESSAGE((rec.status == TacticStatus::selected || rec.status == TacticStatus::measured ||
+                     rec.status == TacticStatus::slower_than_best),
+                    status);
+      REQUIRE(ktune::default_tuner().pin(p.desc, al, rec.name).ok());
+      const GemmTactic* pinned = ktune::default_tuner().lookup_tactic(p.desc, p.ops());
+      REQUIRE(pinned != nullptr);
+      CHECK(pinned->name == rec.name);
+      KT_CUDA(cudaMemset(p.D.dev.ptr, kPoison, p.D.image.size()));
+      const Status g = ktune::gemm(p.desc, p.ops());
+      REQUIRE_MESSAGE(g.ok(), g.to_string());
+      KT_CUDA(cudaDeviceSynchronize());
+      const Check c = check_output(p.D, ref);
+      CHECK_MESSAGE(c.ok(tolerance(math, sh.t)), c.summary());
+      CHECK(p.A.download() == a0);
+      CHECK(p.B.download() == b0);
+      ++variants_checked;
+      checked += " " + rec.name;
+    }
+  }
+  ktune::default_tuner().reset();
+  MESSAGE("launch variants checked through ktune::gemm:" << checked);
+  // An sm80+ GPU has split-K capable instances; an sm90 GPU also cluster variants.
+  CHECK(variants_checked >= 1);
 }

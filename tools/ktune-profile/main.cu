@@ -7,6 +7,7 @@
 //   ktune-profile --gemm 4096x4096x4096 --dtype bf16 --layout tn --csv out.csv
 //   ktune-profile --tune shapes.txt --cache out.ktune      offline pre-tuning (format: --help)
 //   ktune-profile --explain "bf16 tn 4096x4096x4096"       why each instance was pruned or lost
+//   ktune-profile --tune-quality [shapes.txt]              the tuner's pick vs an exhaustive sweep
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -69,7 +70,15 @@ void usage(std::FILE* out) {
                "                         the tuner's measurements (time, TF/s, selected / slower / failed\n"
                "                         validation / pruned by model). Without a GPU: shown for an assumed H200\n"
                "                         (sm90, 132 SMs, 227 KB shared memory), without timings\n"
-               "  --max-candidates N     with --tune/--explain: measure the cost model's top N (0: all; default 32)\n"
+               "  --max-candidates N     with --tune/--explain/--tune-quality: measure the cost model's top N (0: all;\n"
+               "                         default 32)\n"
+               "  --tune-quality [FILE]  tuning quality: for every problem of the shapes FILE (default: a built-in\n"
+               "                         sweep of ~20 shapes: squares, LLM prefill and decode, unaligned, small K),\n"
+               "                         the tactic the tuner picks (default options: cost-model top-k) against an\n"
+               "                         exhaustive timing of every candidate tactic (instances x launch options)\n"
+               "                         with the same backend; prints the ratio per shape and the fraction within\n"
+               "                         3%% (target: >= 90%%). With --quick: fewer shapes and repeats; --verbose:\n"
+               "                         every tactic's time\n"
                "  --device N             also applies to --tune and --explain\n"
                "  KTUNE_LOG=info|verbose prints the tuner's log (verbose: every candidate of every key);\n"
                "  KTUNE_M_BUCKETS=pow2   keys M by its power-of-two bucket (the deployed application must match)\n"
@@ -117,7 +126,8 @@ bool parse_int(std::string_view s, int lo, int& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool list = false, quick = false, no_ref_check = false, skip_cached = false;
+  bool list = false, quick = false, no_ref_check = false, skip_cached = false, verbose = false;
+  std::optional<std::string> quality;  // --tune-quality: "" for the built-in sweep
   std::optional<std::string> gemm, dtype, layout, epilogue, tune, cache, explain;
   std::string filter, csv, json;
   int iters = 0, repeats = 0, device = -1, max_candidates = -1;
@@ -153,6 +163,13 @@ int main(int argc, char** argv) {
       no_ref_check = true;
     } else if (arg == "--skip-cached" && flag()) {
       skip_cached = true;
+    } else if (arg == "--verbose" && flag()) {
+      verbose = true;
+    } else if (arg == "--tune-quality") {
+      // Optional value: --tune-quality=FILE, or a next argument that is not an option.
+      if (inline_value) quality = *inline_value;
+      else if (i + 1 < argc && std::string_view(argv[i + 1]).rfind("--", 0) != 0) quality = argv[++i];
+      else quality = std::string();
     } else if (arg == "--gemm" || arg == "--dtype" || arg == "--layout" || arg == "--epilogue" || arg == "--filter" ||
                arg == "--csv" || arg == "--json" || arg == "--iters" || arg == "--repeats" || arg == "--device" ||
                arg == "--tune" || arg == "--cache" || arg == "--explain" || arg == "--max-candidates") {
@@ -182,8 +199,8 @@ int main(int argc, char** argv) {
 
   // Modes: --list, --tune, --explain, or running instances (the default). Options of another mode are
   // errors, not silently ignored.
-  const int modes = int(list) + int(tune.has_value()) + int(explain.has_value());
-  if (modes > 1) return usage_error("--list, --tune and --explain are separate modes: give one of them");
+  const int modes = int(list) + int(tune.has_value()) + int(explain.has_value()) + int(quality.has_value());
+  if (modes > 1) return usage_error("--list, --tune, --explain and --tune-quality are separate modes: give one of them");
   auto only = [&](const char* mode, std::initializer_list<std::string_view> allowed) -> std::optional<std::string> {
     for (const std::string& g : given)
       if (std::find(allowed.begin(), allowed.end(), std::string_view(g)) == allowed.end())
@@ -213,6 +230,34 @@ int main(int argc, char** argv) {
     to.skip_cached = skip_cached;
     return ktune::profile::tune_shapes(to, shapes);
   }
+  if (quality) {
+    if (auto bad = only("--tune-quality", {"--tune-quality", "--device", "--max-candidates", "--quick", "--verbose"})) return usage_error(*bad);
+    std::vector<ktune::tools::ShapeProblem> problems;
+    if (quality->empty()) {
+      for (const std::string& line : ktune::profile::default_quality_shapes(quick)) {
+        ktune::tools::ShapeProblem p;
+        std::string why;
+        if (!ktune::tools::parse_shape_line(line, p, why)) return usage_error("built-in shape '" + line + "': " + why);
+        problems.push_back(p);
+      }
+    } else {
+      const ktune::tools::ShapesFile shapes = ktune::tools::read_shapes_file(*quality);
+      for (const auto& w : shapes.warnings) std::fprintf(stderr, "ktune-profile: warning: %s\n", w.c_str());
+      if (!shapes.errors.empty()) {
+        for (const auto& e : shapes.errors) std::fprintf(stderr, "ktune-profile: %s\n", e.c_str());
+        return 2;
+      }
+      problems = shapes.problems;
+    }
+    if (problems.empty()) return usage_error("--tune-quality: no shapes");
+    ktune::profile::QualityOptions qo;
+    qo.device = device;
+    qo.max_candidates = max_candidates;
+    qo.quick = quick;
+    qo.verbose = verbose;
+    return ktune::profile::tune_quality(qo, problems);
+  }
+  if (verbose) return usage_error("--verbose applies to --tune-quality");
   if (cache) return usage_error("--cache applies to --tune");
   if (skip_cached) return usage_error("--skip-cached applies to --tune");
   if (explain) {
@@ -225,7 +270,7 @@ int main(int argc, char** argv) {
     eo.max_candidates = max_candidates;
     return ktune::profile::explain_problem(eo);
   }
-  if (max_candidates >= 0) return usage_error("--max-candidates applies to --tune and --explain");
+  if (max_candidates >= 0) return usage_error("--max-candidates applies to --tune, --explain and --tune-quality");
 
   if (list) return ktune::profile::list_families(filter);
 

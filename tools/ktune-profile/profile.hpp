@@ -92,6 +92,18 @@ struct ExplainOptions {
 };
 int explain_problem(const ExplainOptions& opt);
 
+// `--tune-quality [FILE]`: per shape, the tactic the tuner picks with its default options against an
+// exhaustive timing of every candidate tactic (same measuring backend); prints the ratio per shape and
+// the fraction within 3%. Returns 0 when every shape was compared, 1 otherwise.
+struct QualityOptions {
+  int device = -1;
+  int max_candidates = -1;  // < 0: the tuner's default
+  bool quick = false;       // fewer shapes, fewer repeats in the exhaustive sweep
+  bool verbose = false;     // print every tactic's exhaustive time
+};
+std::vector<std::string> default_quality_shapes(bool quick);  // shapes-file lines
+int tune_quality(const QualityOptions& opt, const std::vector<tools::ShapeProblem>& shapes);
+
 // Output of the results table.
 bool write_csv(const std::string& path, const RunReport& r);
 bool write_json(const std::string& path, const RunReport& r);

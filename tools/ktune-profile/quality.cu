@@ -1,0 +1,208 @@
+// tools/ktune-profile/quality.cu — `ktune-profile --tune-quality [shapes file]`: how good is the
+// tuner's pick? For every shape (the shapes file, or a built-in sweep of squares, LLM prefill and
+// decode, unaligned and small-K shapes):
+//   1. the tuner as an application gets it (default TunerOptions: cost-model top-k, key budget)
+//      tunes the key with a fresh tuner and picks a tactic;
+//   2. an exhaustive tuner times EVERY candidate tactic (every instance that can implement the shape
+//      × every launch variant), no top-k, no budget, no early stop, with the same measuring backend:
+//      synthetic non-zero inputs, L2 flushed before every repeat, CUDA events around each launch,
+//      median of adaptive repeats (at least 5);
+//   3. ratio = exhaustive time of the tuner's pick / exhaustive best time.
+// The target (issue 3): ratio ≤ 1.03 on ≥ 90% of the shapes.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ktune/device.hpp"
+#include "ktune/tuner/cuda_backend.hpp"
+#include "ktune/tuner/tuner.hpp"
+#include "profile.hpp"
+
+namespace ktune::profile {
+
+std::vector<std::string> default_quality_shapes(bool quick) {
+  std::vector<std::string> v = {
+      // squares
+      "bf16 tn 256x256x256", "bf16 tn 1024x1024x1024", "bf16 tn 2048x2048x2048", "bf16 tn 4096x4096x4096",
+      "bf16 tn 8192x8192x8192",
+      // LLM prefill (ANCHORS.md)
+      "bf16 tn 4096x11008x4096", "bf16 tn 1024x4096x4096", "bf16 tn 128x4096x4096", "bf16 tn 128x28672x8192",
+      // decode
+      "bf16 tn 16x4096x4096", "bf16 tn 16x11008x4096", "bf16 tn 1x4096x4096", "bf16 tn 32x28672x8192",
+      // unaligned, small K, long K
+      "bf16 tn 4095x4097x4093", "bf16 tn 3000x5000x700", "bf16 tn 8192x8192x64", "bf16 tn 64x64x65536",
+      // other precisions and layouts
+      "f16 nn 2048x2048x2048", "f16 tn 512x512x512", "tf32 tn 2048x2048x2048", "bf16 tn 4096x4096x4096 bias_relu"};
+  if (quick) {
+    const std::vector<std::string> skip = {"bf16 tn 8192x8192x8192", "bf16 tn 32x28672x8192", "f16 nn 2048x2048x2048",
+                                           "bf16 tn 4096x4096x4096 bias_relu"};
+    v.erase(std::remove_if(v.begin(), v.end(), [&](const std::string& s) { return std::find(skip.begin(), skip.end(), s) != skip.end(); }),
+            v.end());
+  }
+  return v;
+}
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+bool valid_time(const tuner::TacticRecord& r) {
+  return (r.status == tuner::TacticStatus::selected || r.status == tuner::TacticStatus::measured ||
+          r.status == tuner::TacticStatus::slower_than_best) &&
+         std::isfinite(r.ms) && r.ms > 0;
+}
+
+struct Row {
+  std::string shape, pick, best, note;
+  double pick_ms = NAN, best_ms = NAN, ratio = NAN, tune_ms = NAN, sweep_ms = NAN;
+  std::size_t tactics = 0, tuner_measured = 0;
+  bool ok = false;
+};
+
+}  // namespace
+
+int tune_quality(const QualityOptions& opt, const std::vector<tools::ShapeProblem>& shapes) {
+  if (cuda_device_count() == 0) {
+    std::fprintf(stderr, "ktune-profile: no CUDA device found: --tune-quality measures on the GPU\n");
+    return 1;
+  }
+  if (opt.device >= 0) {
+    if (const Status s = cuda_status(cudaSetDevice(opt.device), "cudaSetDevice"); !s.ok()) {
+      std::fprintf(stderr, "ktune-profile: %s\n", s.to_string().c_str());
+      return 1;
+    }
+  }
+  DeviceInfo dev;
+  if (const Status s = current_device(dev); !s.ok()) {
+    std::fprintf(stderr, "ktune-profile: cannot use the GPU: %s\n", s.to_string().c_str());
+    return 1;
+  }
+  auto backend = std::make_shared<tuner::CudaBackend>();
+  tuner::TunerOptions base;
+  base.log_level = tuner::LogLevel::off;
+  base.policy = tuner::Policy::tune;
+  base.cache_path.clear();
+  if (opt.max_candidates >= 0) base.max_candidates = opt.max_candidates;
+  tuner::TunerOptions sweep = base;
+  sweep.max_candidates = 0;     // every tactic
+  sweep.max_ms_per_key = 0;     // no key budget
+  sweep.max_launch_ms = 1e9;
+  sweep.repeats.slow_cutoff = std::numeric_limits<double>::infinity();  // no early stop: every tactic gets a median
+  sweep.repeats.min_repeats = 5;
+  sweep.repeats.max_repeats = opt.quick ? 15 : 30;
+
+  std::printf("ktune-profile --tune-quality: %zu shapes on %s (sm%d, %d SMs)\n", shapes.size(), dev.name.c_str(), dev.cc,
+              dev.sm_count);
+  std::printf("tuner: default options (top %s tactics by the cost model, key budget %.0f ms); exhaustive: every tactic, "
+              "no budget, no early stop, %d..%d repeats; both: synthetic inputs, L2 flushed before each repeat, CUDA "
+              "events, median\n",
+              base.max_candidates > 0 ? std::to_string(base.max_candidates).c_str() : "(all)", base.max_ms_per_key,
+              sweep.repeats.min_repeats, sweep.repeats.max_repeats);
+
+  std::vector<Row> rows;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const tools::ShapeProblem& p = shapes[i];
+    Row row;
+    row.shape = p.name();
+    std::printf("\n[%zu/%zu] %s\n", i + 1, shapes.size(), row.shape.c_str());
+    std::fflush(stdout);
+    const GemmDesc d = p.desc();
+    const GemmAlignment al = p.alignment();
+    // 1. The tuner's pick (a fresh tuner: nothing cached).
+    tuner::TuningReport pick;
+    {
+      tuner::Tuner t(backend, &gemm_table(), base);
+      if (const Status s = t.tune(d, al, &pick, /*force=*/true); !s.ok()) {
+        row.note = "tuner: " + s.to_string();
+        std::printf("  %s\n", row.note.c_str());
+        rows.push_back(row);
+        continue;
+      }
+    }
+    row.pick = pick.winner;
+    row.tune_ms = pick.tuning_ms;
+    row.tuner_measured = pick.count(tuner::TacticStatus::selected) + pick.count(tuner::TacticStatus::measured) +
+                         pick.count(tuner::TacticStatus::slower_than_best);
+    // 2. Every tactic.
+    tuner::TuningReport all;
+    {
+      tuner::Tuner t(backend, &gemm_table(), sweep);
+      if (const Status s = t.tune(d, al, &all, /*force=*/true); !s.ok()) {
+        row.note = "exhaustive: " + s.to_string();
+        std::printf("  %s\n", row.note.c_str());
+        rows.push_back(row);
+        continue;
+      }
+    }
+    row.sweep_ms = all.tuning_ms;
+    double best = std::numeric_limits<double>::infinity();
+    for (const auto& r : all.records) {
+      if (r.status == tuner::TacticStatus::cannot_implement) continue;
+      ++row.tactics;
+      if (valid_time(r) && r.ms < best) {
+        best = r.ms;
+        row.best = r.name;
+      }
+      if (r.name == row.pick && valid_time(r)) row.pick_ms = r.ms;
+    }
+    if (!std::isfinite(best)) {
+      row.note = "no tactic measured";
+    } else if (std::isnan(row.pick_ms)) {
+      row.note = "the tuner's pick has no valid exhaustive time (" + pick.winner + ")";
+    } else {
+      row.best_ms = best;
+      row.ratio = row.pick_ms / best;
+      row.ok = true;
+    }
+    std::printf("  tuner: %s (%zu tactics measured, %.0f ms)   exhaustive: %zu tactics, %.0f ms\n", row.pick.c_str(),
+                row.tuner_measured, row.tune_ms, row.tactics, row.sweep_ms);
+    if (row.ok)
+      std::printf("  pick %.4f ms, best %.4f ms (%s): ratio %.3f %s\n", row.pick_ms, row.best_ms, row.best.c_str(), row.ratio,
+                  row.ratio <= 1.03 ? "(within 3%)" : "(MORE THAN 3% SLOWER)");
+    else
+      std::printf("  %s\n", row.note.c_str());
+    if (opt.verbose)
+      for (const auto& l : tuner::tactic_lines(all)) std::printf("  %s\n", l.c_str());
+    std::fflush(stdout);
+    rows.push_back(row);
+  }
+  backend->release_scratch();
+
+  std::size_t pw = 5, sw = 5, bw = 4;
+  for (const auto& r : rows) {
+    sw = std::max(sw, r.shape.size());
+    pw = std::max(pw, r.pick.size());
+    bw = std::max(bw, r.best.size());
+  }
+  std::printf("\nsummary: the tuner's pick vs the exhaustive best (same backend timing)\n");
+  std::printf("%-*s  %-*s %10s  %-*s %10s %7s %8s %8s %9s\n", int(sw), "shape", int(pw), "pick", "pick ms", int(bw), "best",
+              "best ms", "ratio", "tactics", "tune ms", "sweep ms");
+  std::size_t within = 0, compared = 0;
+  for (const auto& r : rows) {
+    if (r.ok) {
+      ++compared;
+      within += r.ratio <= 1.03 ? 1 : 0;
+    }
+    std::printf("%-*s  %-*s %10s  %-*s %10s %7s %8zu %8s %9s%s%s\n", int(sw), r.shape.c_str(), int(pw), r.pick.empty() ? "-" : r.pick.c_str(),
+                r.ok ? fmt("%.4f", r.pick_ms).c_str() : "-", int(bw), r.best.empty() ? "-" : r.best.c_str(),
+                r.ok ? fmt("%.4f", r.best_ms).c_str() : "-", r.ok ? fmt("%.3f", r.ratio).c_str() : "-", r.tactics,
+                std::isnan(r.tune_ms) ? "-" : fmt("%.0f", r.tune_ms).c_str(), std::isnan(r.sweep_ms) ? "-" : fmt("%.0f", r.sweep_ms).c_str(),
+                r.note.empty() ? "" : "  ", r.note.c_str());
+  }
+  const double frac = compared > 0 ? double(within) / double(compared) : 0.0;
+  std::printf("\nwithin 3%% of the exhaustive best: %zu of %zu shapes compared (%.0f%%; %zu shapes total); target >= 90%%: %s\n",
+              within, compared, 100.0 * frac, rows.size(), frac >= 0.9 && compared == rows.size() ? "MET" : "NOT MET");
+  return compared == rows.size() ? 0 : 1;
+}
+
+}  // namespace ktune::profile
