@@ -419,7 +419,9 @@ inline Status io_error(const std::string& what, const std::string& path, int err
 inline Status read_file(const std::string& path, std::string& out, bool& exists) {
   out.clear();
   exists = false;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO (or a device) for reading would otherwise wait for a writer, forever;
+  // it has no effect on the regular file, the only kind read below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) return {};
     return io_error("cannot open tuning cache", path, errno);
