@@ -42,6 +42,9 @@ struct GemmLaunchOptions {
 
 // Largest split count accepted (more slices than this never pays: each adds an fp32 tile of traffic).
 inline constexpr int max_split_k = 64;
+// Largest raster group accepted (as in cached tactics, gemm/tactics.hpp). The kernels compute
+// group · ⌈N / BN⌉ in 32 bits: that fits for N < 2^27 (BN ≥ 64) whatever the group.
+inline constexpr int max_raster_group = 1024;
 
 struct GemmKernelEntry {
   std::string_view name;
@@ -73,6 +76,16 @@ inline Status check_launch_options(const GemmKernelEntry& e, const GemmLaunchOpt
   if (o.split_mode != SplitKMode::serial && o.split_mode != SplitKMode::parallel)
     return error(StatusCode::invalid_argument,
                  "unknown split_mode (SplitKMode value " + std::to_string(static_cast<int>(o.split_mode)) + ")");
+  // The other knobs a caller may set: out of range is an error, never clamped silently.
+  if (o.raster_group < 1 || o.raster_group > max_raster_group)
+    return error(StatusCode::invalid_argument, "raster_group must be in [1, " + std::to_string(max_raster_group) +
+                                                   "], got " + std::to_string(o.raster_group));
+  if (o.cluster < 0 || o.cluster > 2)
+    return error(StatusCode::invalid_argument, "cluster must be 0 (the instance's default), 1 or 2, got " +
+                                                   std::to_string(o.cluster));
+  if (o.max_ctas < 0)
+    return error(StatusCode::invalid_argument, "max_ctas must not be negative (0: as many as are resident), got " +
+                                                   std::to_string(o.max_ctas));
   if (o.split_k > 1 && (e.workspace_size == nullptr || is_route(e)))  // a route's workspace holds its copies
     return error(StatusCode::unsupported, "instance " + std::string(e.name) + " does not support split-K (split_k=" +
                                               std::to_string(o.split_k) + ")");

@@ -1,11 +1,15 @@
 // Host tests: what fuzzing found (test/fuzz/, corpus files bug_*) in argument validation and the cache. Byte
 // extents that overflow 64 bits or wrap around the address space, enum values outside the
-// enumerations, the tuning-cache line of an M bucketed to 2^31, and merge order. Pointers are fake addresses.
+// enumerations, the tuning-cache line of an M bucketed to 2^31, and merge order; and launch options
+// outside their ranges. Pointers are fake addresses.
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
+#include "ktune/dispatch.hpp"
+#include "ktune/gemm/tactics.hpp"
 #include "ktune/problem.hpp"
 #include "ktune/tuner/cache.hpp"
 #include "ktune/tuner/key.hpp"
@@ -164,4 +168,44 @@ TEST_CASE("tuner cache: merging entries that differ only in tflops does not depe
   ba.insert(a);
   CHECK(ab.serialize() == ba.serialize());
   CHECK(ab.find(a.key, a.id)->tflops == 152.6);
+}
+
+TEST_CASE("launch options outside their ranges are invalid arguments, and every cached tactic is in range") {
+  GemmKernelEntry e;
+  e.name = "ktune_gemm_test_entry";
+  GemmLaunchOptions o;
+  CHECK(check_launch_options(e, o).ok());
+  for (int rg : {0, -1, max_raster_group + 1, std::numeric_limits<int>::max(), std::numeric_limits<int>::min()}) {
+    CAPTURE(rg);
+    o = {};
+    o.raster_group = rg;
+    check(check_launch_options(e, o), StatusCode::invalid_argument, "raster_group must be in [1, 1024]");
+  }
+  for (int cl : {-1, 3, 8}) {
+    CAPTURE(cl);
+    o = {};
+    o.cluster = cl;
+    check(check_launch_options(e, o), StatusCode::invalid_argument, "cluster must be 0");
+  }
+  o = {};
+  o.max_ctas = -1;
+  check(check_launch_options(e, o), StatusCode::invalid_argument, "max_ctas must not be negative");
+  for (int ok_value : {0, 1, 2}) {
+    o = {};
+    o.cluster = ok_value;
+    CHECK(check_launch_options(e, o).ok());
+  }
+  o = {};
+  o.raster_group = max_raster_group;
+  o.max_ctas = 1 << 20;
+  CHECK(check_launch_options(e, o).ok());
+  // What the cache's tactic parser accepts, check_launch_options accepts (an entry that a cache may
+  // hold never fails at launch for its options).
+  for (const char* suffix : {"cl1", "cl2", "rg1", "rg16", "rg1024", "ctas1", "ctas100000", "cl2@rg16@ctas64"}) {
+    CAPTURE(suffix);
+    GemmLaunchOptions parsed;
+    std::string why;
+    if (!parse_launch_suffix(suffix, parsed, why)) continue;  // not canonical: the parser's business
+    CHECK(check_launch_options(e, parsed).ok());
+  }
 }
