@@ -21,6 +21,7 @@
 #include "../common/shapes_file.hpp"
 #include "ktune/device.hpp"
 #include "profile.hpp"
+#include "quality_model.hpp"
 
 namespace {
 

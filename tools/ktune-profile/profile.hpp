@@ -101,7 +101,6 @@ struct QualityOptions {
   bool quick = false;       // fewer shapes, fewer repeats in the exhaustive sweep
   bool verbose = false;     // print every tactic's exhaustive time
 };
-std::vector<std::string> default_quality_shapes(bool quick);  // shapes-file lines
 int tune_quality(const QualityOptions& opt, const std::vector<tools::ShapeProblem>& shapes);
 
 // Output of the results table.

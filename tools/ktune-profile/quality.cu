@@ -23,30 +23,9 @@
 #include "ktune/tuner/cuda_backend.hpp"
 #include "ktune/tuner/tuner.hpp"
 #include "profile.hpp"
+#include "quality_model.hpp"
 
 namespace ktune::profile {
-
-std::vector<std::string> default_quality_shapes(bool quick) {
-  std::vector<std::string> v = {
-      // squares
-      "bf16 tn 256x256x256", "bf16 tn 1024x1024x1024", "bf16 tn 2048x2048x2048", "bf16 tn 4096x4096x4096",
-      "bf16 tn 8192x8192x8192",
-      // LLM prefill (ANCHORS.md)
-      "bf16 tn 4096x11008x4096", "bf16 tn 1024x4096x4096", "bf16 tn 128x4096x4096", "bf16 tn 128x28672x8192",
-      // decode
-      "bf16 tn 16x4096x4096", "bf16 tn 16x11008x4096", "bf16 tn 1x4096x4096", "bf16 tn 32x28672x8192",
-      // unaligned, small K, long K
-      "bf16 tn 4095x4097x4093", "bf16 tn 3000x5000x700", "bf16 tn 8192x8192x64", "bf16 tn 64x64x65536",
-      // other precisions and layouts
-      "f16 nn 2048x2048x2048", "f16 tn 512x512x512", "tf32 tn 2048x2048x2048", "bf16 tn 4096x4096x4096 bias_relu"};
-  if (quick) {
-    const std::vector<std::string> skip = {"bf16 tn 8192x8192x8192", "bf16 tn 32x28672x8192", "f16 nn 2048x2048x2048",
-                                           "bf16 tn 4096x4096x4096 bias_relu"};
-    v.erase(std::remove_if(v.begin(), v.end(), [&](const std::string& s) { return std::find(skip.begin(), skip.end(), s) != skip.end(); }),
-            v.end());
-  }
-  return v;
-}
 
 namespace {
 
@@ -56,17 +35,10 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-bool valid_time(const tuner::TacticRecord& r) {
-  return (r.status == tuner::TacticStatus::selected || r.status == tuner::TacticStatus::measured ||
-          r.status == tuner::TacticStatus::slower_than_best) &&
-         std::isfinite(r.ms) && r.ms > 0;
-}
-
-struct Row {
-  std::string shape, pick, best, note;
-  double pick_ms = NAN, best_ms = NAN, ratio = NAN, tune_ms = NAN, sweep_ms = NAN;
-  std::size_t tactics = 0, tuner_measured = 0;
-  bool ok = false;
+struct Row : QualityComparison {
+  std::string shape;
+  double tune_ms = NAN, sweep_ms = NAN;
+  std::size_t tuner_measured = 0;
 };
 
 }  // namespace
@@ -144,26 +116,8 @@ int tune_quality(const QualityOptions& opt, const std::vector<tools::ShapeProble
         continue;
       }
     }
+    static_cast<QualityComparison&>(row) = compare_with_exhaustive(pick, all);
     row.sweep_ms = all.tuning_ms;
-    double best = std::numeric_limits<double>::infinity();
-    for (const auto& r : all.records) {
-      if (r.status == tuner::TacticStatus::cannot_implement) continue;
-      ++row.tactics;
-      if (valid_time(r) && r.ms < best) {
-        best = r.ms;
-        row.best = r.name;
-      }
-      if (r.name == row.pick && valid_time(r)) row.pick_ms = r.ms;
-    }
-    if (!std::isfinite(best)) {
-      row.note = "no tactic measured";
-    } else if (std::isnan(row.pick_ms)) {
-      row.note = "the tuner's pick has no valid exhaustive time (" + pick.winner + ")";
-    } else {
-      row.best_ms = best;
-      row.ratio = row.pick_ms / best;
-      row.ok = true;
-    }
     std::printf("  tuner: %s (%zu tactics measured, %.0f ms)   exhaustive: %zu tactics, %.0f ms\n", row.pick.c_str(),
                 row.tuner_measured, row.tune_ms, row.tactics, row.sweep_ms);
     if (row.ok)
@@ -187,22 +141,17 @@ int tune_quality(const QualityOptions& opt, const std::vector<tools::ShapeProble
   std::printf("\nsummary: the tuner's pick vs the exhaustive best (same backend timing)\n");
   std::printf("%-*s  %-*s %10s  %-*s %10s %7s %8s %8s %9s\n", int(sw), "shape", int(pw), "pick", "pick ms", int(bw), "best",
               "best ms", "ratio", "tactics", "tune ms", "sweep ms");
-  std::size_t within = 0, compared = 0;
   for (const auto& r : rows) {
-    if (r.ok) {
-      ++compared;
-      within += r.ratio <= 1.03 ? 1 : 0;
-    }
     std::printf("%-*s  %-*s %10s  %-*s %10s %7s %8zu %8s %9s%s%s\n", int(sw), r.shape.c_str(), int(pw), r.pick.empty() ? "-" : r.pick.c_str(),
                 r.ok ? fmt("%.4f", r.pick_ms).c_str() : "-", int(bw), r.best.empty() ? "-" : r.best.c_str(),
                 r.ok ? fmt("%.4f", r.best_ms).c_str() : "-", r.ok ? fmt("%.3f", r.ratio).c_str() : "-", r.tactics,
                 std::isnan(r.tune_ms) ? "-" : fmt("%.0f", r.tune_ms).c_str(), std::isnan(r.sweep_ms) ? "-" : fmt("%.0f", r.sweep_ms).c_str(),
                 r.note.empty() ? "" : "  ", r.note.c_str());
   }
-  const double frac = compared > 0 ? double(within) / double(compared) : 0.0;
-  std::printf("\nwithin 3%% of the exhaustive best: %zu of %zu shapes compared (%.0f%%; %zu shapes total); target >= 90%%: %s\n",
-              within, compared, 100.0 * frac, rows.size(), frac >= 0.9 && compared == rows.size() ? "MET" : "NOT MET");
-  return compared == rows.size() ? 0 : 1;
+  const QualitySummary sum = summarize_quality(std::vector<QualityComparison>(rows.begin(), rows.end()));
+  std::printf("\nwithin 3%% of the exhaustive best: %zu of %zu shapes (%.0f%%; %zu compared); target >= 90%%: %s\n", sum.within,
+              sum.total, 100.0 * sum.fraction, sum.compared, sum.met ? "MET" : "NOT MET");
+  return sum.compared == sum.total ? 0 : 1;
 }
 
 }  // namespace ktune::profile
