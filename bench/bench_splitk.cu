@@ -107,6 +107,15 @@ int main(int argc, char** argv) {
 
   DeviceBuffer workspace;
   std::vector<Row> rows;
+  // What serial split-K's in-stream counter reset costs by itself: a graph of 256-byte memsets.
+  {
+    DeviceBuffer tiny;
+    if (Status st = tiny.allocate(256); !st.ok()) return fail(st, "memset buffer");
+    Timing tm;
+    const LaunchFn fn = [&](int, cudaStream_t st) { return cuda_status(cudaMemsetAsync(tiny.get(), 0, 256, st), "memset"); };
+    if (Status st = time_launches(fn, s, topt, tm); st.ok())
+      std::printf("a 256-byte cudaMemsetAsync in a CUDA graph: %.2f us per node\n", tm.median_ms * 1e3);
+  }
   for (const Shape& sh : shapes) {
     const ProblemSpec spec = make_problem(sh.m, sh.n, sh.k, Precision::bf16, "tn");
     ProblemData data;

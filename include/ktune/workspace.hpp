@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -83,6 +84,65 @@ class WorkspacePool {
   std::map<Key, Slot> slots_;
   std::vector<void*> retired_;
 };
+
+// Serial split-K's per-tile arrival counters, owned by ktune: one zero-filled array per (device,
+// stream) (keyed like WorkspacePool), which every serial split-K kernel leaves zero again, so launches
+// need no memset. get() returns null when it cannot provide one now (growing while the stream
+// captures a graph, or an allocation failure): the launcher then keeps the counters in the caller's
+// workspace and zeroes them in-stream. A CUDA graph captured on one stream uses that stream's array:
+// do not replay it concurrently with other serial split-K work of that stream.
+class SplitKCounterPool {
+ public:
+  int* get(cudaStream_t stream, std::int64_t count) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    const bool per_thread = stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
+    const Key key{dev, stream, per_thread ? std::this_thread::get_id() : std::thread::id{}};
+    std::lock_guard<std::mutex> lock(mu_);
+    Slot& s = slots_[key];
+    if (s.count >= count) return s.ptr;
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &cap) != cudaSuccess || cap != cudaStreamCaptureStatusNone) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    constexpr std::int64_t min_count = 16384;  // 64 KiB: every split-K problem worth splitting
+    const std::int64_t want = count > min_count ? count : min_count;
+    int* p = nullptr;
+    if (cudaMalloc(&p, static_cast<std::size_t>(want) * sizeof(int)) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    // Zeroed in stream order: every kernel later queued on `stream` sees zeros.
+    if (cudaMemsetAsync(p, 0, static_cast<std::size_t>(want) * sizeof(int), stream) != cudaSuccess) {
+      (void)cudaGetLastError();
+      (void)cudaFree(p);
+      return nullptr;
+    }
+    if (s.ptr != nullptr) retired_.push_back(s.ptr);  // work already queued may still use it
+    s.ptr = p;
+    s.count = want;
+    return p;
+  }
+
+ private:
+  using Key = std::tuple<int, cudaStream_t, std::thread::id>;
+  struct Slot {
+    int* ptr = nullptr;
+    std::int64_t count = 0;
+  };
+  std::mutex mu_;
+  std::map<Key, Slot> slots_;
+  std::vector<int*> retired_;
+};
+
+inline SplitKCounterPool& split_k_counter_pool() {
+  static SplitKCounterPool* const pool = new SplitKCounterPool;
+  return *pool;
+}
 
 // The process-wide pool (never destroyed, so calls from static destructors stay safe).
 inline WorkspacePool& gemm_workspace_pool() {

@@ -330,3 +330,53 @@ TEST_CASE("small-M family: decode shapes with the split counts split_k_variants 
     }
   MESSAGE(runs << " small-M runs");
 }
+
+TEST_CASE("split-K inside a CUDA graph: first use on a capturing stream, replayed several times") {
+  DeviceInfo dev;
+  backend::device_info(dev);
+  const auto instances = split_instances(dev);
+  REQUIRE_FALSE(instances.empty());
+  const GemmKernelEntry* e = instances.front();
+  Rng rng(1200);
+  const Operands op = make_operands(*e, 24, 200, 2048, rng);
+  for (SplitKMode mode : kModes) {
+    cudaStream_t s = nullptr;  // a fresh stream: ktune has no counters for it yet, and cannot allocate while capturing
+    KT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    Direct x = direct_problem(*e, op, DType::f32);
+    GemmOptions opt;
+    opt.instance = e->name.data();
+    opt.launch = split(6, mode);
+    const std::size_t need = gemm_workspace_size(x.d, opt);
+    DeviceBuffer ws(need);
+    KT_CUDA(cudaMemset(ws.ptr, 0xFF, need));
+    x.ops.workspace = ws.ptr;
+    x.ops.workspace_bytes = need;
+    cudaGraph_t g = nullptr;
+    KT_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    const Status st = gemm(x.d, x.ops, s, opt);
+    KT_CUDA(cudaStreamEndCapture(s, &g));
+    REQUIRE_MESSAGE(st.ok(), st.to_string());
+    cudaGraphExec_t ge = nullptr;
+    KT_CUDA(cudaGraphInstantiate(&ge, g, 0));
+    std::vector<unsigned char> first;
+    for (int r = 0; r < 3; ++r) {
+      KT_CUDA(cudaMemsetAsync(x.D.data(), 0xFF, static_cast<std::size_t>(x.d.m * x.d.n * 4), s));
+      KT_CUDA(cudaGraphLaunch(ge, s));
+      backend::sync(s);
+      const auto img = x.D.download();
+      const Check c = check_image(x.D.st, img, op.acc);
+      CHECK_MESSAGE(c.ok(tolerance(e->config.math, DType::f32)), mode_name(mode) << " replay " << r << ": " << c.summary());
+      if (r == 0) first = img;
+      else CHECK(img == first);
+    }
+    // The same stream outside capture (ktune's own counters now), then the graph again.
+    const Status st2 = gemm(x.d, x.ops, s, opt);
+    CHECK(st2.ok());
+    KT_CUDA(cudaGraphLaunch(ge, s));
+    backend::sync(s);
+    CHECK(x.D.download() == first);
+    KT_CUDA(cudaGraphExecDestroy(ge));
+    KT_CUDA(cudaGraphDestroy(g));
+    KT_CUDA(cudaStreamDestroy(s));
+  }
+}

@@ -2,8 +2,10 @@
 // workspace layout the kernels and the host agree on, and the few split counts worth timing.
 //
 // Workspace (split_k > 1), from its start:
-//   serial mode only: one 32-bit arrival counter per output tile, padded to 256 bytes; zeroed
-//                     in-stream (cudaMemsetAsync) before each launch, so any workspace works
+//   serial mode only: one 32-bit arrival counter per output tile, padded to 256 bytes. Used only when
+//                     ktune's own per-stream counters (ktune/workspace.hpp) cannot be had (first
+//                     use while capturing a graph); then zeroed in-stream before the launch, so any
+//                     workspace works whatever it held
 //   both modes:       split_k fp32 partial matrices M × ld, ld = N rounded up to 4 (16-byte rows)
 #pragma once
 #include <algorithm>

@@ -19,6 +19,7 @@
 #include "ktune/gemm/kernel/schedule.cuh"
 #include "ktune/gemm/kernel/simt.cuh"
 #include "ktune/gemm/split_k.hpp"
+#include "ktune/workspace.hpp"
 
 namespace ktune::kernel {
 
@@ -277,12 +278,17 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   GemmParams<typename Epi::Params> q = p;
   q.split_k = opt.split_k;
   q.split_serial = opt.split_mode == SplitKMode::serial;
-  q.semaphores = static_cast<int*>(ops.workspace);
   q.partials = reinterpret_cast<float*>(static_cast<char*>(ops.workspace) + ws.partials_offset);
   q.partial_ld = ws.partial_ld;
   q.partial_slice = ws.partial_ld * d.m;
-  if (q.split_serial)
-    KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(ops.workspace, 0, ws.semaphore_bytes, stream), "split-K counters"));
+  if (q.split_serial) {
+    // ktune's counters for this stream (zero, left zero: no memset), else the workspace's, zeroed now.
+    q.semaphores = split_k_counter_pool().get(stream, tiles);
+    if (q.semaphores == nullptr) {
+      q.semaphores = static_cast<int*>(ops.workspace);
+      KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(ops.workspace, 0, ws.semaphore_bytes, stream), "split-K counters"));
+    }
+  }
   kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(opt.split_k)), C.threads(), smem, stream>>>(q);
   KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "GEMM kernel launch (split-K)"));
   if (q.split_serial) return {};
