@@ -205,10 +205,16 @@ void check_apply(std::string_view text, const CacheStore& parsed) {
         ++g_stats.applied;
         KTUNE_FUZZ_CHECK(w->name == e->instance, std::string(w->name) + " applied for " + to_line(*e));
       } else {
-        // Not applied: the entry names an instance that does not exist or cannot run the problem.
+        // Not applied: the entry names an instance that does not exist or cannot run the problem, or
+        // launch options (a tactic, see gemm/tactics.hpp) this build does not offer for the problem.
         ++g_stats.refused;
         const GemmKernelEntry* named = table.find(e->instance);
-        KTUNE_FUZZ_CHECK(named == nullptr || !can_implement(*named, d, al, &dev).ok(), "usable entry ignored: " + to_line(*e));
+        GemmLaunchOptions lo;
+        std::string why_launch;
+        const bool offered = e->launch.empty() || (named != nullptr && parse_launch_suffix(e->launch, lo, why_launch) &&
+                                                   is_launch_variant(*named, lo, d, dev));
+        KTUNE_FUZZ_CHECK(named == nullptr || !can_implement(*named, d, al, &dev).ok() || !offered,
+                         "usable entry ignored: " + to_line(*e));
       }
     }
   }
