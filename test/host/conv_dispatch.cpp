@@ -161,11 +161,11 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
   CHECK(conv_valid_count<families::Sm80ConvAnalytic> == conv_family_size<families::Sm80ConvAnalytic>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels> == conv_family_size<families::Sm80ConvFewChannels>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels3> == conv_family_size<families::Sm80ConvFewChannels3>);
-  // Hopper: 5 block shapes x stages {4, 6} x f16/bf16; 6 stages of the 48 KB-per-stage tiles do not fit
-  CHECK(conv_family_size<families::Sm90ConvGemm1x1> == 20);
-  CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 16);
-  CHECK(conv_valid_count<families::Sm90ConvIm2col> == 16);
-  CHECK(expected == 14 + 32);
+  // Hopper: 6 block shapes x stages {4, 6} x f16/bf16; 6 stages of the 48 KB-per-stage tiles do not fit
+  CHECK(conv_family_size<families::Sm90ConvGemm1x1> == 24);
+  CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 20);
+  CHECK(conv_valid_count<families::Sm90ConvIm2col> == 20);
+  CHECK(expected == 14 + 40);
   CHECK(conv_table().size() == expected);
   std::set<std::string> names;
   for (const auto& e : conv_table().entries()) {

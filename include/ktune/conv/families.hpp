@@ -1,7 +1,7 @@
 // ktune/conv/families.hpp — the default conv2d fprop families (sm80 mma.sync and sm90 TMA + wgmma, f16
 // and bf16 with fp32 accumulation). Tuning policy, kept apart from kernel code: the constraint model
 // prunes the product and the host tests list what survived. Instance counts are kept modest (build
-// time): 14 mma.sync, 32 Hopper.
+// time): 14 mma.sync, 40 Hopper.
 #pragma once
 #include "ktune/arch.hpp"
 #include "ktune/conv/family.hpp"
@@ -58,12 +58,13 @@ struct Sm80ConvFewChannels3 {
 
 // ---- Hopper (sm_90a): the GEMM's TMA + wgmma warp-specialized persistent kernel ------------------------
 // Block shapes: one wgmma warpgroup tile per consumer (WM×WN, WN = one instruction's N), two consumer
-// warpgroups. 128x64 and 64x128 keep layers with K = 64 output channels and small maps (7x7, 14x14:
-// N·P·Q = 1568 or 6272 at N = 32) on many SMs;
+// warpgroups but for 64x64 (one). 64x64, 128x64 and 64x128 keep layers with K = 64 output channels and
+// small maps (7x7, 14x14: N·P·Q = 1568 or 6272 at N = 32) on many SMs;
 // 128x128, 128x256 and 256x128 are the GEMM's (cuDNN's Hopper conv kernels use 128x128x64 and
 // 256x128x64).
 // Stages: as many as fit (the constraint model prunes 6 for the 48 KB-per-stage tiles).
-inline constexpr ConvBlockShape sm90_conv_blocks[] = {{{128, 64, 64}, {64, 64}},
+inline constexpr ConvBlockShape sm90_conv_blocks[] = {{{64, 64, 64}, {64, 64}},
+                                                      {{128, 64, 64}, {64, 64}},
                                                       {{64, 128, 64}, {64, 64}},
                                                       {{128, 128, 64}, {64, 128}},
                                                       {{128, 256, 64}, {64, 256}},
