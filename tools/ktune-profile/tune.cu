@@ -181,10 +181,10 @@ int tune_shapes(const TuneOptions& opt, const tools::ShapesFile& shapes) {
       if (const tuner::CacheEntry* e = snap.find(key, id); e != nullptr && gemm_table().find(e->instance) != nullptr) {
         row.ok = true;
         row.status = "cached";
-        row.winner = e->instance;
+        row.winner = e->tactic();
         row.ms = e->ms;
         row.tflops = e->tflops;
-        std::printf("  in the cache already: %s %.4f ms (skipped)\n", e->instance.c_str(), e->ms);
+        std::printf("  in the cache already: %s %.4f ms (skipped)\n", row.winner.c_str(), e->ms);
         rows.push_back(row);
         continue;
       }
