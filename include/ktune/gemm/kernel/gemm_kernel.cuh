@@ -29,20 +29,16 @@ struct MainloopFor {
   using type = std::conditional_t<C.math == MathOp::simt_f32, SimtMainloop<C>, MmaMainloop<C, T>>;
 };
 
-// Split-K: x (this slice's sums of row, columns col..col+n-1) becomes the sum of every slice's partial,
-// added in slice order whichever slice runs this, so the result is bit-identical run to run. Other
-// slices' partials were written by other multiprocessors: read them through L2 (ld.global.cg).
+// Split-K: x = the sum of every slice's partial of row, columns col..col+n-1, added in slice order (so
+// serial and parallel mode give the same bits, run to run). The partials were written by other
+// multiprocessors: read them through L2 (ld.global.cg), several slices in flight at once.
 template <class EpiParams>
-__device__ __forceinline__ void sum_partials(const GemmParams<EpiParams>& p, int row, int col, int n, int own,
-                                             float (&x)[4]) {
+__device__ __forceinline__ void sum_partials(const GemmParams<EpiParams>& p, int row, int col, int n, float (&x)[4]) {
   const float* src = p.partials + static_cast<std::int64_t>(row) * p.partial_ld + col;
-  float sum[4], v[4];
-#pragma unroll 4
+  float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f}, v[4];
+#pragma unroll 8
   for (int s = 0; s < p.split_k; ++s, src += p.partial_slice) {
-    if (s == own) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) v[i] = x[i];
-    } else if (n == 4) {
+    if (n == 4) {
       *reinterpret_cast<float4*>(v) = __ldcg(reinterpret_cast<const float4*>(src));
     } else {
 #pragma unroll
@@ -55,12 +51,41 @@ __device__ __forceinline__ void sum_partials(const GemmParams<EpiParams>& p, int
   for (int i = 0; i < 4; ++i) x[i] = sum[i];
 }
 
+// D[row, col..col+3] = epilogue(sum of the split_k partials).
+template <class Epi, class TOut>
+__device__ __forceinline__ void reduce_store(const GemmParams<typename Epi::Params>& p, int row, int col) {
+  const int n = min(4, p.n - col);
+  float x[4];
+  sum_partials(p, row, col, n, x);
+  Epi::template apply<TOut>(p.ep, row, col, x, n);
+  TOut* dst = static_cast<TOut*>(p.d) + static_cast<std::int64_t>(row) * p.ldd + col;
+  if (n == 4 && p.d_vec4) {
+    struct alignas(4 * sizeof(TOut)) Vec4 { TOut e[4]; };
+    Vec4 out;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out.e[i] = epilogue::from_float<TOut>(x[i]);
+    *reinterpret_cast<Vec4*>(dst) = out;
+  } else {
+    for (int i = 0; i < n; ++i) dst[i] = epilogue::from_float<TOut>(x[i]);
+  }
+}
+
+// Serial split-K, in the last slice's block: reduce_store over the BM×BN tile at (m0, n0), the block's
+// threads on consecutive 4-column groups (coalesced partial reads and D stores).
+template <class Epi, class TOut, int BM, int BN, int Threads>
+__device__ __forceinline__ void reduce_tile(const GemmParams<typename Epi::Params>& p, int m0, int n0) {
+  constexpr int quads_per_row = BN / 4, quads = BM * quads_per_row;
+#pragma unroll 2
+  for (int q = threadIdx.x; q < quads; q += Threads) {
+    const int row = m0 + q / quads_per_row, col = n0 + (q % quads_per_row) * 4;
+    if (row < p.m && col < p.n) reduce_store<Epi, TOut>(p, row, col);
+  }
+}
+
 // What store_tile does with a block's accumulators.
 enum class TileStore {
   epilogue,  // apply the epilogue and store D
   partial,   // split-K: store the raw fp32 sums to this slice's partial matrix in the workspace
-  reduce,    // split-K, serial: add all slices' partials in slice order (this one's from registers),
-             // then apply the epilogue and store D
 };
 
 // Epilogue: each warp moves its accumulators through shared memory one 16-row band at a time, then
@@ -101,7 +126,6 @@ __device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params
               else for (int i = 0; i < n; ++i) dst[i] = x[i];
               continue;
             }
-            if constexpr (Mode == TileStore::reduce) sum_partials(p, row, col, n, slice, x);
             Epi::template apply<TOut>(p.ep, row, col, x, n);
             TOut* dst = D + static_cast<std::int64_t>(row) * p.ldd + col;
             if (n == 4 && vec4) {
@@ -157,10 +181,11 @@ __global__ void __launch_bounds__(CfgT::value.threads(), target_blocks_per_sm(Cf
     }
     if (!__syncthreads_or(last)) return;
     __threadfence();  // the other slices' partials, published before their arrivals, are read after ours
+    constexpr int BM = C.tile.m, BN = C.tile.n, threads = C.threads();
     switch (p.d_type) {
-      case DType::f32: store_tile<C, Epi, float, Mainloop, TileStore::reduce>(p, acc, smem, m0, n0, slice); break;
-      case DType::f16: store_tile<C, Epi, __half, Mainloop, TileStore::reduce>(p, acc, smem, m0, n0, slice); break;
-      case DType::bf16: store_tile<C, Epi, __nv_bfloat16, Mainloop, TileStore::reduce>(p, acc, smem, m0, n0, slice); break;
+      case DType::f32: reduce_tile<Epi, float, BM, BN, threads>(p, m0, n0); break;
+      case DType::f16: reduce_tile<Epi, __half, BM, BN, threads>(p, m0, n0); break;
+      case DType::bf16: reduce_tile<Epi, __nv_bfloat16, BM, BN, threads>(p, m0, n0); break;
     }
     return;
   }
@@ -173,24 +198,6 @@ __global__ void __launch_bounds__(CfgT::value.threads(), target_blocks_per_sm(Cf
 
 // Split-K, parallel mode: D = epilogue(sum of the split_k partials, added in slice order). One thread
 // per 4 consecutive columns of a row.
-template <class Epi, class TOut>
-__device__ __forceinline__ void reduce_store(const GemmParams<typename Epi::Params>& p, int row, int col) {
-  const int n = min(4, p.n - col);
-  float x[4];
-  sum_partials(p, row, col, n, -1, x);
-  Epi::template apply<TOut>(p.ep, row, col, x, n);
-  TOut* dst = static_cast<TOut*>(p.d) + static_cast<std::int64_t>(row) * p.ldd + col;
-  if (n == 4 && p.d_vec4) {
-    struct alignas(4 * sizeof(TOut)) Vec4 { TOut e[4]; };
-    Vec4 out;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) out.e[i] = epilogue::from_float<TOut>(x[i]);
-    *reinterpret_cast<Vec4*>(dst) = out;
-  } else {
-    for (int i = 0; i < n; ++i) dst[i] = epilogue::from_float<TOut>(x[i]);
-  }
-}
-
 inline constexpr int splitk_reduce_threads = 256;
 
 template <class Epi>
