@@ -112,7 +112,7 @@ class SplitKCounterPool {
     constexpr std::int64_t min_count = 16384;  // 64 KiB: every split-K problem worth splitting
     const std::int64_t want = count > min_count ? count : min_count;
     int* p = nullptr;
-    if (cudaMalloc(&p, static_cast<std::size_t>(want) * sizeof(int)) != cudaSuccess) {
+    if (cudaMalloc(reinterpret_cast<void**>(&p), static_cast<std::size_t>(want) * sizeof(int)) != cudaSuccess) {
       (void)cudaGetLastError();
       return nullptr;
     }
