@@ -20,6 +20,7 @@
 #include <string>
 
 #include "ktune/conv/dispatch.hpp"
+#include "ktune/conv/kernel/im2col_box.hpp"
 #include "ktune/gemm/kernel/sm90/kernel.cuh"
 
 namespace ktune::kernel::sm90 {
@@ -66,19 +67,6 @@ cudaError_t conv_gemm1x1_attributes(cudaFuncAttributes* a) {
 
 // ---- tma_im2col --------------------------------------------------------------------------------------
 
-// What the producer thread needs to turn (output tile, k-tile) into TMA coordinates.
-struct ConvTmaGeometry {
-  int pq, q;                // output pixels per image and per output row
-  int stride_h, stride_w;
-  int pad_h, pad_w;
-  int dil_h, dil_w;
-  int s;                    // filter width
-  int c_blocks;             // 64-channel blocks per filter tap: ⌈C / 64⌉
-  int k_tiles;              // R·S·c_blocks
-};
-
-inline constexpr int conv_tma_channels = 64;  // channels per k-tile: one 128-byte swizzle row of 16-bit
-
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // TMA im2col load of a 4-D NHWC tensor: BM pixels (the map's pixelsPerColumn) starting at the filter
 // window corner (w, h) of image n, channels c.. (channelsPerPixel), shifted by the tap offsets. CCCL's
@@ -110,13 +98,9 @@ struct ConvIm2colProducer {
     prefetch_tensor_map(w);
   }
   __device__ __forceinline__ void load(char* stage, std::uint64_t* bar, TileCoord tc, int kt, unsigned, unsigned) const {
-    const int m0 = tc.m * C.tile.m;
-    const int img = m0 / g.pq, pix = m0 - img * g.pq, p0 = pix / g.q, q0 = pix - p0 * g.q;
-    const int tap = kt / g.c_blocks, c0 = (kt - tap * g.c_blocks) * conv_tma_channels;
-    const int r = tap / g.s, s = tap - r * g.s;
-    tma_load_im2col_4d(stage, x, c0, q0 * g.stride_w - g.pad_w, p0 * g.stride_h - g.pad_h, img,
-                       static_cast<std::uint16_t>(s * g.dil_w), static_cast<std::uint16_t>(r * g.dil_h), bar);
-    tma_load_3d(stage + WgmmaMainloop<C>::a_bytes, w, c0, tap, tc.n * C.tile.n, bar);
+    const Im2colBox b = im2col_box(g, tc.m * C.tile.m, kt);
+    tma_load_im2col_4d(stage, x, b.c0, b.w, b.h, b.n, b.off_w, b.off_h, bar);
+    tma_load_3d(stage + WgmmaMainloop<C>::a_bytes, w, b.c0, b.tap, tc.n * C.tile.n, bar);
   }
 };
 #endif
@@ -163,14 +147,11 @@ inline CUtensorMapDataType tma_data_type(DType t) {
 inline Status make_im2col_map(CUtensorMap& map, const Conv2dDesc& d, const void* x, int pixels) {
   PFN_cuTensorMapEncodeIm2col_v12000 encode = nullptr;
   KTUNE_RETURN_IF_ERROR(im2col_map_encoder(encode));
-  const std::uint64_t es = static_cast<std::uint64_t>(size_of(d.type));
-  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(d.c), static_cast<cuuint64_t>(d.w), static_cast<cuuint64_t>(d.h),
-                              static_cast<cuuint64_t>(d.n)};
-  const cuuint64_t strides[3] = {d.c * es, d.w * d.c * es, d.h * d.w * d.c * es};
-  const int lower[2] = {static_cast<int>(-d.pad_w), static_cast<int>(-d.pad_h)};
-  const int upper[2] = {static_cast<int>(d.pad_w - d.dil_w * (d.s - 1)), static_cast<int>(d.pad_h - d.dil_h * (d.r - 1))};
-  const cuuint32_t elem_strides[4] = {1, static_cast<cuuint32_t>(d.stride_w), static_cast<cuuint32_t>(d.stride_h), 1};
-  const CUresult r = encode(&map, tma_data_type(d.type), 4, const_cast<void*>(x), dims, strides, lower, upper,
+  const Im2colMapShape m = im2col_map_shape(d);
+  const cuuint64_t dims[4] = {m.dims[0], m.dims[1], m.dims[2], m.dims[3]};
+  const cuuint64_t strides[3] = {m.strides[0], m.strides[1], m.strides[2]};
+  const cuuint32_t elem_strides[4] = {m.elem_strides[0], m.elem_strides[1], m.elem_strides[2], m.elem_strides[3]};
+  const CUresult r = encode(&map, tma_data_type(d.type), 4, const_cast<void*>(x), dims, strides, m.lower, m.upper,
                             conv_tma_channels, static_cast<cuuint32_t>(pixels), elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
@@ -197,23 +178,6 @@ inline Status make_filter_map(CUtensorMap& map, const Conv2dDesc& d, const void*
                                              ") for filters " + std::to_string(d.k) + "x" + std::to_string(d.r) + "x" +
                                              std::to_string(d.s) + "x" + std::to_string(d.c));
   return {};
-}
-
-inline ConvTmaGeometry conv_tma_geometry(const Conv2dDesc& d) {
-  const ConvShape s = conv_shape(d);
-  ConvTmaGeometry g{};
-  g.pq = static_cast<int>(s.p * s.q);
-  g.q = static_cast<int>(s.q);
-  g.stride_h = static_cast<int>(d.stride_h);
-  g.stride_w = static_cast<int>(d.stride_w);
-  g.pad_h = static_cast<int>(d.pad_h);
-  g.pad_w = static_cast<int>(d.pad_w);
-  g.dil_h = static_cast<int>(d.dil_h);
-  g.dil_w = static_cast<int>(d.dil_w);
-  g.s = static_cast<int>(d.s);
-  g.c_blocks = static_cast<int>((d.c + conv_tma_channels - 1) / conv_tma_channels);
-  g.k_tiles = static_cast<int>(d.r * d.s) * g.c_blocks;
-  return g;
 }
 
 template <class CfgT, class Epi>
