@@ -190,7 +190,7 @@ Direct direct_problem(const GemmKernelEntry& e, const Operands& op, DType out) {
 
 }  // namespace
 
-TEST_CASE("split-K: deterministic (bit-identical across runs), with a caller workspace full of garbage") {
+TEST_CASE("split-K: deterministic (bit-identical across runs and modes), with a caller workspace full of garbage") {
   DeviceInfo dev;
   backend::device_info(dev);
   const auto instances = split_instances(dev);
@@ -199,6 +199,7 @@ TEST_CASE("split-K: deterministic (bit-identical across runs), with a caller wor
   for (const GemmKernelEntry* e : instances) {
     Rng rng(seed++);
     const Operands op = make_operands(*e, 64, 264, 8192, rng);
+    std::map<int, std::vector<unsigned char>> by_split;  // serial and parallel add in the same order
     for (SplitKMode mode : kModes)
       for (int s : {3, 8}) {
         Direct x = direct_problem(*e, op, DType::f32);
@@ -223,6 +224,8 @@ TEST_CASE("split-K: deterministic (bit-identical across runs), with a caller wor
         CHECK_MESSAGE(images[1] == images[2], e->name << " split " << s << " " << mode_name(mode) << " differs run to run");
         const Check c = check_image(x.D.st, images[0], op.acc);
         CHECK_MESSAGE(c.ok(tolerance(e->config.math, DType::f32)), e->name << ": " << c.summary());
+        if (mode == SplitKMode::serial) by_split[s] = images[0];
+        else CHECK_MESSAGE(by_split[s] == images[0], e->name << " split " << s << ": serial and parallel differ");
       }
   }
 }
