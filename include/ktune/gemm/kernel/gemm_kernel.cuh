@@ -29,34 +29,56 @@ struct MainloopFor {
   using type = std::conditional_t<C.math == MathOp::simt_f32, SimtMainloop<C>, MmaMainloop<C, T>>;
 };
 
-// Split-K: x = the sum of every slice's partial of row, columns col..col+n-1, added in slice order (so
-// serial and parallel mode give the same bits, run to run). The partials were written by other
-// multiprocessors: read them through L2 (ld.global.cg), several slices in flight at once.
+// Split-K: the sum of every slice's partial of row, columns col..col+n-1, in one fixed order (so serial
+// and parallel mode give the same bits, run to run): slices are taken in groups of
+// split_k_group_slices, each group added in slice order, then the group sums in group order. The
+// parallel reduction runs the groups in separate threads. The partials were written by other
+// multiprocessors: read them through L2 (ld.global.cg).
+inline constexpr int split_k_group_slices = 4;
+
 template <class EpiParams>
-__device__ __forceinline__ void sum_partials(const GemmParams<EpiParams>& p, int row, int col, int n, float (&x)[4]) {
-  const float* src = p.partials + static_cast<std::int64_t>(row) * p.partial_ld + col;
-  float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f}, v[4];
-#pragma unroll 8
-  for (int s = 0; s < p.split_k; ++s, src += p.partial_slice) {
+__device__ __forceinline__ void group_sum(const GemmParams<EpiParams>& p, int row, int col, int n, int group,
+                                          float (&x)[4]) {
+  const int first = group * split_k_group_slices, last = min(first + split_k_group_slices, p.split_k);
+  const float* src = p.partials + first * p.partial_slice + static_cast<std::int64_t>(row) * p.partial_ld + col;
+  float v[split_k_group_slices][4];
+#pragma unroll
+  for (int s = 0; s < split_k_group_slices; ++s) {  // all loads first: up to 4 in flight
+    if (first + s >= last) break;
     if (n == 4) {
-      *reinterpret_cast<float4*>(v) = __ldcg(reinterpret_cast<const float4*>(src));
+      *reinterpret_cast<float4*>(v[s]) = __ldcg(reinterpret_cast<const float4*>(src + s * p.partial_slice));
     } else {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) v[i] = i < n ? __ldcg(src + i) : 0.0f;
+      for (int i = 0; i < 4; ++i) v[s][i] = i < n ? __ldcg(src + s * p.partial_slice + i) : 0.0f;
     }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) sum[i] = s == 0 ? v[i] : sum[i] + v[i];
   }
 #pragma unroll
-  for (int i = 0; i < 4; ++i) x[i] = sum[i];
+  for (int i = 0; i < 4; ++i) x[i] = v[0][i];
+#pragma unroll
+  for (int s = 1; s < split_k_group_slices; ++s) {
+    if (first + s >= last) break;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) x[i] += v[s][i];
+  }
 }
 
-// D[row, col..col+3] = epilogue(sum of the split_k partials).
+template <class EpiParams>
+__device__ __forceinline__ void sum_partials(const GemmParams<EpiParams>& p, int row, int col, int n, float (&x)[4]) {
+  const int groups = (p.split_k + split_k_group_slices - 1) / split_k_group_slices;
+  group_sum(p, row, col, n, 0, x);
+#pragma unroll 2
+  for (int g = 1; g < groups; ++g) {
+    float y[4];
+    group_sum(p, row, col, n, g, y);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) x[i] += y[i];
+  }
+}
+
+// D[row, col..col+3] = epilogue(x).
 template <class Epi, class TOut>
-__device__ __forceinline__ void reduce_store(const GemmParams<typename Epi::Params>& p, int row, int col) {
-  const int n = min(4, p.n - col);
-  float x[4];
-  sum_partials(p, row, col, n, x);
+__device__ __forceinline__ void epilogue_store(const GemmParams<typename Epi::Params>& p, int row, int col, int n,
+                                               float (&x)[4]) {
   Epi::template apply<TOut>(p.ep, row, col, x, n);
   TOut* dst = static_cast<TOut*>(p.d) + static_cast<std::int64_t>(row) * p.ldd + col;
   if (n == 4 && p.d_vec4) {
@@ -68,6 +90,15 @@ __device__ __forceinline__ void reduce_store(const GemmParams<typename Epi::Para
   } else {
     for (int i = 0; i < n; ++i) dst[i] = epilogue::from_float<TOut>(x[i]);
   }
+}
+
+// D[row, col..col+3] = epilogue(sum of the split_k partials).
+template <class Epi, class TOut>
+__device__ __forceinline__ void reduce_store(const GemmParams<typename Epi::Params>& p, int row, int col) {
+  const int n = min(4, p.n - col);
+  float x[4];
+  sum_partials(p, row, col, n, x);
+  epilogue_store<Epi, TOut>(p, row, col, n, x);
 }
 
 // Serial split-K, in the last slice's block: reduce_store over the BM×BN tile at (m0, n0), the block's
@@ -196,20 +227,38 @@ __global__ void __launch_bounds__(CfgT::value.threads(), target_blocks_per_sm(Cf
   }
 }
 
-// Split-K, parallel mode: D = epilogue(sum of the split_k partials, added in slice order). One thread
-// per 4 consecutive columns of a row.
+// Split-K, parallel mode: D = epilogue(sum of the split_k partials), in sum_partials' order. Each
+// 4-column group of a row gets `lanes` consecutive threads (a power of two ≥ the number of slice
+// groups): lane g adds slice group g, then lane 0 adds the group sums in order and stores.
 inline constexpr int splitk_reduce_threads = 256;
 
 template <class Epi>
-__global__ void __launch_bounds__(splitk_reduce_threads) splitk_reduce_kernel(const GemmParams<typename Epi::Params> p) {
-  const int quads = (p.n + 3) / 4;
-  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= static_cast<std::int64_t>(p.m) * quads) return;
-  const int row = static_cast<int>(i / quads), col = static_cast<int>(i % quads) * 4;
+__global__ void __launch_bounds__(splitk_reduce_threads) splitk_reduce_kernel(const GemmParams<typename Epi::Params> p,
+                                                                              int lanes) {
+  __shared__ float4 group_sums[splitk_reduce_threads];
+  const int groups = (p.split_k + split_k_group_slices - 1) / split_k_group_slices;
+  const int quads_n = (p.n + 3) / 4;
+  const int g = threadIdx.x % lanes;
+  const std::int64_t quad = static_cast<std::int64_t>(blockIdx.x) * (splitk_reduce_threads / lanes) + threadIdx.x / lanes;
+  const bool in = quad < static_cast<std::int64_t>(p.m) * quads_n;
+  const int row = in ? static_cast<int>(quad / quads_n) : 0, col = in ? static_cast<int>(quad % quads_n) * 4 : 0;
+  const int n = min(4, p.n - col);
+  float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (in && g < groups) group_sum(p, row, col, n, g, x);
+  group_sums[threadIdx.x] = make_float4(x[0], x[1], x[2], x[3]);
+  __syncthreads();
+  if (!in || g != 0) return;
+  for (int h = 1; h < groups; ++h) {
+    const float4 y = group_sums[threadIdx.x + h];
+    x[0] += y.x;
+    x[1] += y.y;
+    x[2] += y.z;
+    x[3] += y.w;
+  }
   switch (p.d_type) {
-    case DType::f32: reduce_store<Epi, float>(p, row, col); break;
-    case DType::f16: reduce_store<Epi, __half>(p, row, col); break;
-    case DType::bf16: reduce_store<Epi, __nv_bfloat16>(p, row, col); break;
+    case DType::f32: epilogue_store<Epi, float>(p, row, col, n, x); break;
+    case DType::f16: epilogue_store<Epi, __half>(p, row, col, n, x); break;
+    case DType::bf16: epilogue_store<Epi, __nv_bfloat16>(p, row, col, n, x); break;
   }
 }
 
@@ -299,9 +348,11 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(opt.split_k)), C.threads(), smem, stream>>>(q);
   KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "GEMM kernel launch (split-K)"));
   if (q.split_serial) return {};
-  const std::int64_t threads = d.m * ceil_div(d.n, std::int64_t{4});
-  splitk_reduce_kernel<Epi><<<static_cast<unsigned>(ceil_div(threads, std::int64_t{splitk_reduce_threads})),
-                              splitk_reduce_threads, 0, stream>>>(q);
+  const int groups = (opt.split_k + split_k_group_slices - 1) / split_k_group_slices;
+  int lanes = 1;
+  while (lanes < groups) lanes *= 2;  // ≤ 16 (max_split_k = 64)
+  const std::int64_t quads = d.m * ceil_div(d.n, std::int64_t{4}), per_block = splitk_reduce_threads / lanes;
+  splitk_reduce_kernel<Epi><<<static_cast<unsigned>(ceil_div(quads, per_block)), splitk_reduce_threads, 0, stream>>>(q, lanes);
   return cuda_status(cudaGetLastError(), "split-K reduction kernel launch");
 }
 
