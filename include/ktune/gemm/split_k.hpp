@@ -61,9 +61,10 @@ inline double split_k_estimate(std::int64_t tiles, std::int64_t k_tiles, int spl
 }
 }  // namespace detail
 
-// The launch options worth timing for this instance and problem: {split_k = 1} always; when the
-// output tiles fill less than about one wave of the device and K is long, a few split counts whose
-// tiles × splits come close to whole waves (serial mode), and the best of them in parallel mode too.
+// The launch options worth timing for this instance and problem: {split_k = 1} first, always; when the
+// output tiles fill less than about one wave of the device and K is long, the split count s* with the
+// best estimate, its half and its double (serial), and s* and 2·s* in parallel mode (which wins when
+// many slices make the last block's reduction long). At most 6 options, no duplicates.
 inline std::vector<GemmLaunchOptions> split_k_variants(const GemmKernelEntry& e, const GemmDesc& desc,
                                                        const DeviceInfo& dev) {
   std::vector<GemmLaunchOptions> out(1);
@@ -79,23 +80,30 @@ inline std::vector<GemmLaunchOptions> split_k_variants(const GemmKernelEntry& e,
                                            smem / std::max(1, r.smem_bytes + 1024), 2048 / std::max(1, r.threads)}));
   const double slots = double(std::max(1, dev.sm_count)) * per_sm;
   if (double(tiles) >= 0.75 * slots || k_tiles < 4) return out;
-  const int max_s = static_cast<int>(std::min<std::int64_t>({max_split_k, k_tiles / 2}));
-  std::vector<std::pair<double, int>> ranked;
-  for (int s = 2; s <= max_s; ++s) ranked.emplace_back(detail::split_k_estimate(tiles, k_tiles, s, slots), s);
-  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  const double base = detail::split_k_estimate(tiles, k_tiles, 1, slots);
-  for (std::size_t i = 0; i < ranked.size() && out.size() < 4; ++i) {
-    if (ranked[i].first >= base) break;
+  const int max_s = static_cast<int>(std::min<std::int64_t>(max_split_k, k_tiles / 2));
+  int best = 1;
+  double best_cost = detail::split_k_estimate(tiles, k_tiles, 1, slots);
+  for (int s = 2; s <= max_s; ++s)
+    if (const double cost = detail::split_k_estimate(tiles, k_tiles, s, slots); cost < best_cost) {
+      best_cost = cost;
+      best = s;
+    }
+  if (best == 1) return out;
+  auto add = [&](int s, SplitKMode mode) {
+    if (s < 2 || s > max_s) return;
+    for (const GemmLaunchOptions& o : out)
+      if (o.split_k == s && o.split_mode == mode) return;
     GemmLaunchOptions o;
-    o.split_k = ranked[i].second;
-    o.split_mode = SplitKMode::serial;
+    o.split_k = s;
+    o.split_mode = mode;
     out.push_back(o);
-  }
-  if (out.size() > 1) {
-    GemmLaunchOptions o = out[1];
-    o.split_mode = SplitKMode::parallel;
-    out.push_back(o);
-  }
+  };
+  const int twice = std::min(2 * best, max_s);
+  add(best, SplitKMode::serial);
+  add(best / 2, SplitKMode::serial);
+  add(twice, SplitKMode::serial);
+  add(best, SplitKMode::parallel);
+  add(twice, SplitKMode::parallel);
   return out;
 }
 
