@@ -5,9 +5,11 @@
 // B and D once) against the 4.25 TB/s device copy ceiling, the ratio and the geomean over the decode
 // shapes; then, per shape, the fastest tactics and where split_k_variants' picks rank.
 //
-//   ktune_bench_bench_splitk [--quick] [--top N] [--sweep] [--shape MxNxK] [--filter SUBSTRING]
+//   ktune_bench_bench_splitk [--quick] [--top N] [--sweep] [--shape MxNxK] [--filter A|B|...] [--tuned]
 // --sweep times every split count in {1..8, 10, 12, 16, 20, 24, 32, 48, 64} × both modes (not just
-// split_k_variants'); --benchmark_* arguments (scripts/gpu-check.sh) mean --quick.
+// split_k_variants'); --filter keeps instances whose name contains one of the '|'-separated parts;
+// --tuned also times ktune::gemm() as a user calls it (the tuner's pick, tuned before timing);
+// --benchmark_* arguments (scripts/gpu-check.sh) mean --quick (2 shapes, small-tile instances).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include "common/problem_spec.hpp"
 #include "ktune/gemm.hpp"
 #include "ktune/gemm/split_k.hpp"
+#include "ktune/gemm/tactics.hpp"
 
 using namespace ktune;
 using namespace ktune::tools;
@@ -57,7 +60,7 @@ int fail(const Status& s, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, sweep = false;
+  bool quick = false, sweep = false, tuned = false;
   int top = 5;
   std::string only, filter;
   for (int i = 1; i < argc; ++i) {
@@ -67,8 +70,9 @@ int main(int argc, char** argv) {
     else if (a == "--top" && i + 1 < argc) top = std::atoi(argv[++i]);
     else if (a == "--shape" && i + 1 < argc) only = argv[++i];
     else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
+    else if (a == "--tuned") tuned = true;
     else {
-      std::fprintf(stderr, "usage: %s [--quick] [--sweep] [--top N] [--shape MxNxK] [--filter SUBSTRING]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--sweep] [--top N] [--shape MxNxK] [--filter A|B|...] [--tuned]\n", argv[0]);
       return 2;
     }
   }
@@ -87,7 +91,16 @@ int main(int argc, char** argv) {
     for (auto [n, k] : {std::pair<std::int64_t, std::int64_t>{4096, 4096}, {11008, 4096}, {4096, 11008}, {28672, 8192}})
       shapes.push_back({m, n, k, true});
   shapes.push_back({64, 64, 65536, false});
-  if (quick) shapes = {{16, 4096, 4096, true}, {64, 64, 65536, false}};
+  if (quick) {
+    shapes = {{16, 4096, 4096, true}, {64, 64, 65536, false}};
+    if (filter.empty()) filter = "_w16x32|_64x64x64_";  // the small-M and small-tile families
+  }
+  std::vector<std::string> filters;
+  for (std::size_t pos = 0; !filter.empty() && pos <= filter.size();) {
+    const std::size_t bar = std::min(filter.find('|', pos), filter.size());
+    if (bar > pos) filters.push_back(filter.substr(pos, bar - pos));
+    pos = bar + 1;
+  }
   if (!only.empty()) {
     std::int64_t m, n, k;
     if (!parse_mnk(only, m, n, k)) return 2;
@@ -144,7 +157,10 @@ int main(int argc, char** argv) {
     std::vector<Tactic> tactics;
     const GemmAlignment al = alignment_of(d, o0);
     for (const GemmKernelEntry* e : gemm_table().candidates(d, al, &dev)) {
-      if (!filter.empty() && e->name.find(filter) == std::string_view::npos) continue;
+      if (!filters.empty() && std::none_of(filters.begin(), filters.end(), [&](const std::string& f) {
+            return e->name.find(f) != std::string_view::npos;
+          }))
+        continue;
       const std::vector<GemmLaunchOptions> proposed = split_k_variants(*e, d, dev);
       auto is_proposed = [&](const GemmLaunchOptions& lo) {
         return std::any_of(proposed.begin(), proposed.end(), [&](const GemmLaunchOptions& p) {
@@ -219,6 +235,25 @@ int main(int argc, char** argv) {
                     t.proposed ? "  [proposed]" : "");
       ++rank;
     }
+    if (tuned) {
+      // ktune::gemm() as a user calls it: the first call tunes (outside the timing), then graph replays.
+      GemmOperands o1 = data.ops(1);
+      Status st = gemm(d, o1, s);
+      if (st.ok()) (void)(st = cuda_status(cudaStreamSynchronize(s), "tuning run"));
+      Timing tt;
+      const LaunchFn fn = [&](int i, cudaStream_t st2) { return gemm(d, data.ops(i), st2); };
+      if (st.ok()) (void)(st = time_launches(fn, s, kopt, tt));
+      const GemmTactic* pick = nullptr;
+      if (st.ok()) (void)default_tuner().select(d, o1, s, pick);
+      if (st.ok())
+        std::printf("   ktune::gemm() (tuner's pick %s): %.2f us, %.2fx cuBLAS\n", pick ? pick->name.c_str() : "?",
+                    tt.median_ms * 1e3, row.cublas_ms / tt.median_ms);
+      else
+        std::printf("   ktune::gemm(): %s\n", st.to_string().c_str());
+    }
+    std::printf("=> %s: cuBLAS %.2f us, ktune %.2f us (%.0f GB/s, %.0f%% of copy), %.2fx, %s\n", row.shape.c_str(),
+                row.cublas_ms * 1e3, row.ktune_ms * 1e3, row.bytes / (row.ktune_ms * 1e-3) / 1e9,
+                100.0 * row.bytes / (row.ktune_ms * 1e-3) / 1e9 / kCopyCeilingGBs, row.cublas_ms / row.ktune_ms, row.best.c_str());
     rows.push_back(row);
     std::fflush(stdout);
   }
