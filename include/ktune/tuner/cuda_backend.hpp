@@ -180,6 +180,8 @@ class CudaBackend : public TuningBackend {
       if (pool->flush) (void)cudaFree(pool->flush);
       if (pool->host) (void)cudaFreeHost(pool->host);
       if (pool->work) (void)cudaFree(pool->work);
+      for (void* r : pool->retired) (void)cudaFree(r);
+      pool->retired.clear();
       pool->buf = pool->flush = pool->host = pool->work = nullptr;
       pool->bytes = pool->flush_bytes = pool->host_bytes = pool->work_bytes = 0;
       if (prev >= 0) (void)cudaSetDevice(prev);
@@ -200,6 +202,7 @@ class CudaBackend : public TuningBackend {
     std::size_t host_bytes = 0;
     void* work = nullptr;  // workspace of tactics that need one
     std::size_t work_bytes = 0;
+    std::vector<void*> retired;  // outgrown workspaces (freed by release_scratch)
     cudaStream_t stream = nullptr;
     std::vector<cudaEvent_t> events;
   };
@@ -509,17 +512,17 @@ class CudaSession : public TuningSession {
       return error(StatusCode::unsupported, "needs " + std::to_string(need >> 20) + " MiB of workspace, over the tuning bound of " +
                                                 std::to_string(opt_.max_workspace_bytes >> 20) + " MiB");
     if (pool_.work_bytes < need) {
-      // Stream order: earlier launches may still use the old buffer.
-      KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(pool_.stream), "tuning stream"));
-      if (pool_.work) (void)cudaFree(pool_.work);
-      pool_.work = nullptr;
-      pool_.work_bytes = 0;
-      const std::size_t want = (need + (1u << 20) - 1) / (1u << 20) * (1u << 20);
-      if (cudaMalloc(&pool_.work, want) != cudaSuccess) {
+      // The outgrown buffer is retired, not freed: cudaFree synchronises the whole device, so it would
+      // wait for other streams' work (tuning must not). release_scratch() frees it. Growing at least
+      // 2x bounds the retired buffers by the current one.
+      const std::size_t want = (std::max(need, 2 * pool_.work_bytes) + (1u << 20) - 1) / (1u << 20) * (1u << 20);
+      void* p = nullptr;
+      if (cudaMalloc(&p, want) != cudaSuccess) {
         (void)cudaGetLastError();
-        pool_.work = nullptr;
         return error(StatusCode::cuda_error, "cannot allocate " + std::to_string(want >> 20) + " MiB of tuning workspace");
       }
+      if (pool_.work) pool_.retired.push_back(pool_.work);
+      pool_.work = p;
       pool_.work_bytes = want;
     }
     workspace_high_ = std::max(workspace_high_, need);
