@@ -3,10 +3,11 @@
 // One slot per (device, stream) — per (device, stream, host thread) for the default streams, whose
 // handle means a different stream per thread under per-thread default-stream semantics — so launches
 // on different streams never share scratch, and launches on one stream are ordered by the stream.
-// Slots only grow. A buffer that is outgrown is kept (not freed) until release_gemm_workspaces():
-// work already queued, or a CUDA graph captured earlier, may still use it. Growing while the stream
-// is capturing a graph is refused (cudaMalloc is not capturable): run the call once before capture,
-// or pass GemmOperands::workspace. Thread-safe.
+// Slots only grow, by stream-ordered allocation on their stream (cudaMallocAsync: no device-wide
+// synchronization, no waiting for other streams). A buffer that is outgrown is kept (not freed) until
+// release_gemm_workspaces(): work already queued, or a CUDA graph captured earlier, may still use it.
+// Growing while the stream is capturing a graph is refused (the allocation would belong to the graph):
+// run the call once before capture, or pass GemmOperands::workspace. Thread-safe.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -22,6 +23,16 @@
 #include "ktune/status.hpp"
 
 namespace ktune {
+
+namespace detail {
+// Device memory for use on `stream`: stream-ordered (cudaMallocAsync), so growing a slot never waits
+// for, or synchronizes with, work on other streams; plain cudaMalloc where memory pools are missing.
+inline cudaError_t alloc_for_stream(void** p, std::size_t bytes, cudaStream_t stream) {
+  if (cudaMallocAsync(p, bytes, stream) == cudaSuccess) return cudaSuccess;
+  (void)cudaGetLastError();
+  return cudaMalloc(p, bytes);
+}
+}  // namespace detail
 
 class WorkspacePool {
  public:
@@ -46,7 +57,7 @@ class WorkspacePool {
       constexpr std::size_t granule = std::size_t{1} << 16;  // round up to 64 KiB, no more
       const std::size_t want = (bytes + granule - 1) / granule * granule;
       void* p = nullptr;
-      KTUNE_RETURN_IF_ERROR(cuda_status(cudaMalloc(&p, want), "cudaMalloc(GEMM workspace)"));
+      KTUNE_RETURN_IF_ERROR(cuda_status(detail::alloc_for_stream(&p, want, stream), "allocating the GEMM workspace"));
       if (s.ptr != nullptr) retired_.push_back(s.ptr);
       s.ptr = p;
       s.bytes = want;
@@ -112,10 +123,12 @@ class SplitKCounterPool {
     constexpr std::int64_t min_count = 16384;  // 64 KiB: every split-K problem worth splitting
     const std::int64_t want = count > min_count ? count : min_count;
     int* p = nullptr;
-    if (cudaMalloc(reinterpret_cast<void**>(&p), static_cast<std::size_t>(want) * sizeof(int)) != cudaSuccess) {
+    void* raw = nullptr;
+    if (detail::alloc_for_stream(&raw, static_cast<std::size_t>(want) * sizeof(int), stream) != cudaSuccess) {
       (void)cudaGetLastError();
       return nullptr;
     }
+    p = static_cast<int*>(raw);
     // Zeroed in stream order: every kernel later queued on `stream` sees zeros.
     if (cudaMemsetAsync(p, 0, static_cast<std::size_t>(want) * sizeof(int), stream) != cudaSuccess) {
       (void)cudaGetLastError();
