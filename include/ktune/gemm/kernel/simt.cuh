@@ -58,8 +58,7 @@ struct SimtMainloop {
   }
 
   __device__ __forceinline__ static void run(Accumulators& acc, char* smem, const float* A, std::int64_t lda,
-                                             const float* B, std::int64_t ldb, int m0, int n0, int M, int N, int K,
-                                             int kt_first = 0, int kt_count = -1) {
+                                             const float* B, std::int64_t ldb, int m0, int n0, int M, int N, int K) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 #pragma unroll
     for (int i = 0; i < TM; ++i)
@@ -68,11 +67,7 @@ struct SimtMainloop {
     // Offsets (in floats) of this thread's float4 groups inside a k-row of each tile.
     const int a_off = warp_row0(warp) + row_in_warp(lane, 0), b_off = warp_col0(warp) + col_in_warp(lane, 0);
 
-    // k-tiles [kt_first, kt_first + k_tiles) of the problem (a split-K slice; all of K by default).
-    const int k_tiles = kt_count < 0 ? (K + BK - 1) / BK : kt_count;
-    A += a_kc ? kt_first * BK : std::int64_t(kt_first) * BK * lda;
-    B += b_kc ? kt_first * BK : std::int64_t(kt_first) * BK * ldb;
-    K -= kt_first * BK;
+    const int k_tiles = (K + BK - 1) / BK;
 #pragma unroll
     for (int s = 0; s < C.stages - 1; ++s) {
       if (s < k_tiles) load_stage(smem, s, s, A, lda, B, ldb, m0, n0, M, N, K, tid);
