@@ -70,6 +70,8 @@ TEST_CASE("tune quality: the pick's exhaustive time over the best valid exhausti
   CHECK(q.pick_ms == 1.00);
   CHECK(q.ratio == doctest::Approx(1.25));
   CHECK(q.tactics == 5);  // cannot-implement is no candidate
+  CHECK(q.best_default == "a");  // the best tactic with default launch options
+  CHECK(q.best_default_ms == 1.00);
   // The pick is the best: ratio 1. A slower-stopped pick still has its median.
   CHECK(compare_with_exhaustive(picked("b@split4s"), all).ratio == 1.0);
   CHECK(compare_with_exhaustive(picked("c"), all).ratio == doctest::Approx(2.5));

@@ -49,6 +49,9 @@ struct QualityComparison {
   std::string pick, best;  // tactic names
   double pick_ms = std::numeric_limits<double>::quiet_NaN(), best_ms = std::numeric_limits<double>::quiet_NaN();
   double ratio = std::numeric_limits<double>::quiet_NaN();  // pick_ms / best_ms, both from the exhaustive report
+  // The best tactic with default launch options (what instance-only tuning could reach at best).
+  std::string best_default;
+  double best_default_ms = std::numeric_limits<double>::quiet_NaN();
   std::size_t tactics = 0;  // candidate tactics in the exhaustive report (not counting cannot-implement)
   bool ok = false;          // compared; else `note` says why not
   std::string note;
@@ -59,7 +62,7 @@ struct QualityComparison {
 inline QualityComparison compare_with_exhaustive(const tuner::TuningReport& pick, const tuner::TuningReport& all) {
   QualityComparison q;
   q.pick = pick.winner;
-  double best = std::numeric_limits<double>::infinity();
+  double best = std::numeric_limits<double>::infinity(), best_default = best;
   for (const auto& r : all.records) {
     if (r.status == tuner::TacticStatus::cannot_implement) continue;
     ++q.tactics;
@@ -68,11 +71,16 @@ inline QualityComparison compare_with_exhaustive(const tuner::TuningReport& pick
       best = r.ms;
       q.best = r.name;
     }
+    if (r.name.find('@') == std::string::npos && (r.ms < best_default || (r.ms == best_default && r.name < q.best_default))) {
+      best_default = r.ms;
+      q.best_default = r.name;
+    }
     if (r.name == q.pick) q.pick_ms = r.ms;
   }
   if (q.pick.empty()) q.note = "the tuner picked nothing";
   else if (!std::isfinite(best)) q.note = "no tactic has a valid exhaustive time";
   else if (std::isnan(q.pick_ms)) q.note = "the tuner's pick " + q.pick + " has no valid exhaustive time";
+  if (std::isfinite(best_default)) q.best_default_ms = best_default;
   if (!q.note.empty()) return q;
   q.best_ms = best;
   q.ratio = q.pick_ms / best;
