@@ -110,7 +110,7 @@ inline bool parse_launch_suffix(std::string_view s, GemmLaunchOptions& out, std:
       o.split_mode = tail == "p" ? SplitKMode::parallel : SplitKMode::serial;
     } else if (number("cl", tail, v) && tail.empty() && v >= 1 && v <= 2) {
       o.cluster = v;
-    } else if (number("rg", tail, v) && tail.empty() && v >= 1 && v <= 1024) {
+    } else if (number("rg", tail, v) && tail.empty() && v >= 1 && v <= max_raster_group) {
       o.raster_group = v;
     } else if (number("ctas", tail, v) && tail.empty() && v >= 1) {
       o.max_ctas = v;
