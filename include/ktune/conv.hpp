@@ -67,13 +67,14 @@ inline Status select_conv(const Conv2dDesc& desc, const Conv2dOperands& ops, con
     else if (device_reason.empty()) device_reason = std::string(e->name) + ": " + s.message();
   }
   if (on_device.empty()) return error(StatusCode::no_instance, "no conv instance runs on this device (" + device_reason + ")");
-  // The fastest gather first, then the measured tile policy, then the GEMM cost model; ties resolve
-  // by table order (deterministic).
+  // The fastest gather first (the Hopper routes where they apply), then the measured tile policy of
+  // the mma.sync families, then a cost model (Hopper: sm90_conv_cost; mma.sync: the GEMM's); ties
+  // resolve by table order (deterministic).
   int best_rank = std::numeric_limits<int>::max(), best_mismatch = std::numeric_limits<int>::max();
   double best = std::numeric_limits<double>::infinity();
   for (const ConvKernelEntry* e : on_device) {
     const int rank = gather_rank(e->config), mismatch = conv_tile_mismatch(e->config, desc, dev);
-    const double cost = heuristic_cost(*e, desc, dev);
+    const double cost = is_sm90_iterator(e->config.iterator) ? sm90_conv_cost(*e, desc, dev) : heuristic_cost(*e, desc, dev);
     if (rank < best_rank || (rank == best_rank && (mismatch < best_mismatch || (mismatch == best_mismatch && cost < best)))) {
       best_rank = rank;
       best_mismatch = mismatch;

@@ -161,11 +161,12 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
   CHECK(conv_valid_count<families::Sm80ConvAnalytic> == conv_family_size<families::Sm80ConvAnalytic>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels> == conv_family_size<families::Sm80ConvFewChannels>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels3> == conv_family_size<families::Sm80ConvFewChannels3>);
-  // Hopper: 6 block shapes x stages {4, 6} x f16/bf16; 6 stages of the 48 KB-per-stage tiles do not fit
-  CHECK(conv_family_size<families::Sm90ConvGemm1x1> == 24);
-  CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 20);
-  CHECK(conv_valid_count<families::Sm90ConvIm2col> == 20);
-  CHECK(expected == 14 + 40);
+  // Hopper: block shapes with their own stage counts (3 for gemm1x1, 4 for tma_im2col) x f16/bf16
+  CHECK(conv_family_size<families::Sm90ConvGemm1x1> == 6);
+  CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 6);
+  CHECK(conv_family_size<families::Sm90ConvIm2col> == 8);
+  CHECK(conv_valid_count<families::Sm90ConvIm2col> == 8);
+  CHECK(expected == 14 + 14);
   CHECK(conv_table().size() == expected);
   std::set<std::string> names;
   for (const auto& e : conv_table().entries()) {
@@ -380,4 +381,33 @@ TEST_CASE("conv select: the measured tile policy (deep reductions on few tiles t
   CHECK(chosen_sm80(layer(256, 14, 1024, 256, 1, 1)).config.gemm.tile.m == 128);
   // the C = 3 stem: the 256-row few-channels instance
   CHECK(chosen_sm80(layer(32, 224, 3, 64, 7, 2)).name == "ktune_conv2d_fprop_sm80_f16_few_channels_c3_256x64x32_w64x32_s3_a1");
+}
+
+TEST_CASE("conv select: Hopper tiles by sm90_conv_cost (small maps get small tiles, wide layers wide ones)") {
+  const DeviceInfo dev = fake_h200();
+  const Conv2dDesc layers[] = {layer(32, 56, 64, 64, 1, 1),   layer(32, 56, 64, 64, 3, 1),   layer(32, 56, 64, 256, 1, 1),
+                               layer(32, 56, 256, 64, 1, 1),  layer(32, 56, 256, 128, 1, 1), layer(32, 28, 128, 128, 3, 1),
+                               layer(32, 28, 128, 512, 1, 1), layer(32, 28, 512, 128, 1, 1), layer(32, 14, 256, 256, 3, 1),
+                               layer(32, 14, 1024, 256, 1, 1), layer(32, 14, 256, 1024, 1, 1), layer(32, 7, 512, 512, 3, 1),
+                               layer(32, 7, 2048, 512, 1, 1), layer(32, 7, 512, 2048, 1, 1)};
+  for (const Conv2dDesc& d : layers) {
+    const ConvKernelEntry& e = chosen(d);
+    CAPTURE(e.name);
+    CHECK(is_sm90_iterator(e.config.iterator));
+    // the pick is the cheapest of its route by the model
+    for (const auto& o : conv_table().entries())
+      if (o.config.iterator == e.config.iterator && o.config.gemm.math == e.config.gemm.math)
+        CHECK(sm90_conv_cost(e, d, dev) <= sm90_conv_cost(o, d, dev));
+  }
+  // 7x7 maps (N·P·Q = 1568): no 128x128 or larger tile (they would leave most multiprocessors idle)
+  for (const Conv2dDesc& d : {layer(32, 7, 512, 512, 3, 1), layer(32, 7, 2048, 512, 1, 1)}) {
+    const GemmConfig& g = chosen(d).config.gemm;
+    CHECK(g.tile.m * g.tile.n <= 128 * 64);
+  }
+  // 56x56 maps with many output channels: the large tiles (fewer rounds, the GEMM's fastest shape)
+  CHECK(chosen(layer(32, 56, 64, 256, 1, 1)).config.gemm.tile.m == 256);
+  // the model's efficiencies: 128x128 warpgroup tiles best, one-consumer 64x64 worst
+  CHECK(sm90_conv_efficiency(GemmConfig{90, MathOp::wgmma_f16, Layout::row, Layout::col, {256, 128, 64}, {128, 128}, 4, 8}) == 1.0);
+  CHECK(sm90_conv_efficiency(GemmConfig{90, MathOp::wgmma_f16, Layout::row, Layout::col, {64, 64, 64}, {64, 64}, 6, 8}) <
+        sm90_conv_efficiency(GemmConfig{90, MathOp::wgmma_f16, Layout::row, Layout::col, {128, 64, 64}, {64, 64}, 6, 8}));
 }

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -187,6 +188,34 @@ inline int conv_tile_mismatch(const ConvConfig& c, const Conv2dDesc& d, const De
   const bool deep_and_few = s.kgemm >= 1024 && tiles_128x64 < 4.0 * std::max(1, dev.sm_count);
   const int want_m = deep_and_few ? 64 : 128, want_k = deep_and_few ? 64 : 32;
   return (c.gemm.tile.m != want_m ? 1 : 0) + (c.gemm.tile.k != want_k ? 1 : 0);
+}
+
+// Relative time (lower is better) of a Hopper conv instance (routes gemm1x1, tma_im2col) on a problem.
+// The persistent grid runs ⌈tiles / slots⌉ rounds, a slot per CTA resident on a multiprocessor (one, or
+// two for the 64x64 tile: by shared memory); a round costs the tile's MMA work (BM·BN per k-tile, the
+// k-tiles being R·S·⌈C/64⌉) times the CTAs sharing a multiprocessor over the efficiency of the
+// consumer warpgroup's tile, plus a fixed cost (pipeline fill, epilogue tail) of one 128x128 k-tile.
+// Efficiencies follow the warp tile's operand reuse, calibrated on the sm90 GEMM (H200, 4096^3:
+// 256x128 with 128x128 warpgroup tiles 721 TF/s, 128x128 with 64x128 595 TF/s); 64x64 and the
+// one-consumer tile are estimates. A model, not a measurement: no conv timing of these tiles exists yet.
+inline double sm90_conv_efficiency(const GemmConfig& g) {
+  const double reuse = double(g.warp.m) * g.warp.n / double(g.warp.m + g.warp.n);  // 32, 42.7, 51.2, 64
+  const double eff = reuse >= 64 ? 1.0 : reuse >= 51 ? 0.9 : reuse >= 42 ? 0.82 : 0.6;
+  return g.consumer_warpgroups() == 1 ? 0.85 * eff : eff;
+}
+
+inline double sm90_conv_cost(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
+  const GemmConfig& g = e.config.gemm;
+  const ConvShape s = conv_shape(d);
+  const double tiles = std::ceil(double(s.m) / g.tile.m) * std::ceil(double(d.k) / g.tile.n);
+  const ArchTraits* arch = arch_for_cc(dev.cc);
+  const int smem_per_sm = arch ? arch->smem_per_sm_bytes : dev.smem_optin_bytes;
+  const int per_sm = std::max(1, std::min(smem_per_sm / (e.resources.smem_bytes + 1024), 2048 / std::max(1, g.threads())));
+  const double slots = double(std::max(1, dev.sm_count)) * per_sm;
+  const double rounds = std::ceil(tiles / slots);
+  const double k_tiles = double(d.r * d.s) * std::ceil(double(d.c) / g.tile.k);
+  const double tile_work = double(g.tile.m) * g.tile.n * k_tiles;
+  return rounds * (per_sm * tile_work / sm90_conv_efficiency(g) + 128.0 * 128.0);
 }
 
 // Relative cost (lower is better) of the implicit GEMM for this instance's tiles (GEMM model).

@@ -1,7 +1,7 @@
 // ktune/conv/families.hpp — the default conv2d fprop families (sm80 mma.sync and sm90 TMA + wgmma, f16
 // and bf16 with fp32 accumulation). Tuning policy, kept apart from kernel code: the constraint model
 // prunes the product and the host tests list what survived. Instance counts are kept modest (build
-// time): 14 mma.sync, 40 Hopper.
+// time): 14 mma.sync, 14 Hopper.
 #pragma once
 #include "ktune/arch.hpp"
 #include "ktune/conv/family.hpp"
@@ -57,18 +57,14 @@ struct Sm80ConvFewChannels3 {
 };
 
 // ---- Hopper (sm_90a): the GEMM's TMA + wgmma warp-specialized persistent kernel ------------------------
-// Block shapes: one wgmma warpgroup tile per consumer (WM×WN, WN = one instruction's N), two consumer
-// warpgroups but for 64x64 (one). 64x64, 128x64 and 64x128 keep layers with K = 64 output channels and
-// small maps (7x7, 14x14: N·P·Q = 1568 or 6272 at N = 32) on many SMs;
-// 128x128, 128x256 and 256x128 are the GEMM's (cuDNN's Hopper conv kernels use 128x128x64 and
-// 256x128x64).
-// Stages: as many as fit (the constraint model prunes 6 for the 48 KB-per-stage tiles).
-inline constexpr ConvBlockShape sm90_conv_blocks[] = {{{64, 64, 64}, {64, 64}},
-                                                      {{128, 64, 64}, {64, 64}},
-                                                      {{64, 128, 64}, {64, 64}},
-                                                      {{128, 128, 64}, {64, 128}},
-                                                      {{128, 256, 64}, {64, 256}},
-                                                      {{256, 128, 64}, {128, 128}}};
+// Block shapes: one wgmma warpgroup tile per consumer (WM×WN, WN = one instruction's N); two consumer
+// warpgroups but for 64x64 (one, 104 registers, two CTAs per multiprocessor). At N = 32 the ResNet-50
+// layers have N = K = 64..2048 output channels and N·P·Q = 100352 (56x56 maps) down to 1568 (7x7): tiles
+// of 128x64 / 64x64 fill 132 multiprocessors on the small maps and waste nothing at K = 64; 128x128 and
+// 256x128 (the sm90 GEMM's fastest shape, 0.92x cuBLAS at 4096^3) serve the large ones (cuDNN's own
+// Hopper conv kernels use 128x128x64 and 256x128x64). Stages: the most that fit one CTA per
+// multiprocessor (two for 64x64). Kept few: every sm90 instance costs ~10 s of build. The choice among
+// them is sm90_conv_cost (conv/dispatch.hpp).
 
 // 1×1, stride 1, no padding (9 of the 15 ResNet-50 layers): the sm90 GEMM instance itself.
 struct Sm90ConvGemm1x1 {
@@ -76,8 +72,9 @@ struct Sm90ConvGemm1x1 {
   static constexpr const ArchTraits& arch = sm90;
   static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::gemm1x1, 8, 0}};
-  static constexpr const auto& blocks = sm90_conv_blocks;
-  static constexpr int stages[] = {4, 6};
+  static constexpr ConvBlockShape blocks[] = {
+      {{128, 64, 64}, {64, 64}, 6}, {{128, 128, 64}, {64, 128}, 6}, {{256, 128, 64}, {128, 128}, 4}};
+  static constexpr int stages[] = {6};
 };
 
 // Any filter, stride ≤ 8, C % 8 == 0: A by TMA im2col, B by a 3-D TMA map over the KRSC filters.
@@ -86,8 +83,11 @@ struct Sm90ConvIm2col {
   static constexpr const ArchTraits& arch = sm90;
   static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::tma_im2col, 8, 0}};
-  static constexpr const auto& blocks = sm90_conv_blocks;
-  static constexpr int stages[] = {4, 6};
+  static constexpr ConvBlockShape blocks[] = {{{64, 64, 64}, {64, 64}, 6},
+                                              {{128, 64, 64}, {64, 64}, 6},
+                                              {{128, 128, 64}, {64, 128}, 6},
+                                              {{256, 128, 64}, {128, 128}, 4}};
+  static constexpr int stages[] = {6};
 };
 
 }  // namespace ktune::families

@@ -4,6 +4,7 @@
 //
 // A conv family is a struct with these static members (see conv/families.hpp):
 //   name, arch (ArchTraits), maths[], iterators[] (ConvIteratorSpec), blocks[] (ConvBlockShape), stages[]
+// (a block shape may fix its own stage count instead).
 #pragma once
 #include <array>
 #include <cstddef>
@@ -21,15 +22,24 @@ struct ConvIteratorSpec {
   int channels = 0;
 };
 
-// A threadblock tile with its warp tile (listed as pairs: only sensible pairs are instantiated).
+// A threadblock tile with its warp tile (listed as pairs: only sensible pairs are instantiated) and,
+// optionally, its own stage count (0: every entry of the family's stages[]).
 struct ConvBlockShape {
   TileShape tile;
   WarpShape warp;
+  int stages = 0;
 };
 
+// Block × stage combinations of a family: a block with its own stage count contributes one.
 template <class F>
-inline constexpr std::size_t conv_family_size =
-    extent_of(F::maths) * extent_of(F::iterators) * extent_of(F::blocks) * extent_of(F::stages);
+constexpr std::size_t conv_block_stage_count() {
+  std::size_t n = 0;
+  for (const ConvBlockShape& b : F::blocks) n += b.stages != 0 ? 1 : extent_of(F::stages);
+  return n;
+}
+
+template <class F>
+inline constexpr std::size_t conv_family_size = extent_of(F::maths) * extent_of(F::iterators) * conv_block_stage_count<F>();
 
 struct ConvCandidate {
   ConvConfig config;
@@ -44,8 +54,10 @@ constexpr std::array<ConvCandidate, conv_family_size<F>> enumerate_conv_family()
     for (ConvIteratorSpec it : F::iterators)
       for (ConvBlockShape b : F::blocks)
         for (int s : F::stages) {
-          ConvConfig c{GemmConfig{F::arch.cc, m, Layout::row, Layout::col, b.tile, b.warp, s, it.align}, it.kind,
-                       it.channels};
+          if (b.stages != 0 && s != F::stages[0]) continue;  // the block's own count, once
+          ConvConfig c{GemmConfig{F::arch.cc, m, Layout::row, Layout::col, b.tile, b.warp, b.stages != 0 ? b.stages : s,
+                                  it.align},
+                       it.kind, it.channels};
           out[i++] = {c, validate(c, F::arch)};
         }
   return out;
