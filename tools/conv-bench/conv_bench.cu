@@ -4,16 +4,19 @@
 //                  takes with ReLU)
 //   cuDNN unfused  cudnnConvolutionForward (cuDNN's own _v7 choice) + cudnnAddTensor + cudnnActivationForward
 // Every ktune instance that accepts a layer is run by name; the instance ktune::conv2d() picks is marked.
-// Timing: one untimed call, a CUDA graph of 10 calls, 3 warm-up replays, median of 9 replays (GPU time
-// per call). Every instance's output is compared with cuDNN's fused output (relative Frobenius error).
+// Timing: one untimed call, a CUDA graph of 10 calls, 3 warm-up replays, median of 5 replays (GPU time
+// per call). mma.sync instances: only those of the best gather rank among them (no narrower analytic
+// vectors where a wider iterator applies). Every instance's output is compared with cuDNN's fused output (relative Frobenius error).
 //
-//   ktune-conv-bench [--n 32] [--csv out.csv] [--all] [--layer I]
-// --all prints every instance's time per layer (default: the best 3 per route).
+//   ktune-conv-bench [--n 32] [--csv out.csv] [--all] [--layer I] [--budget SECONDS]
+// --all prints every instance's time per layer (default: the best 3 per route); --budget stops before
+// a layer once that many seconds have passed (the summary covers the layers done).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -103,7 +106,7 @@ double time_us(cudaStream_t s, const std::function<bool()>& call) {
     (void)cudaGetLastError();
     g_graph_failed = true;
   }
-  for (int r = 0; r < 12; ++r) {
+  for (int r = 0; r < 8; ++r) {
     CK(cudaEventRecord(a, s));
     if (graph)
       CK(cudaGraphLaunch(ge, s));
@@ -152,6 +155,7 @@ struct Row {
 
 int main(int argc, char** argv) {
   int N = 32, only = -1;
+  double budget_s = 1e9;
   bool all = false;
   const char* csv_path = nullptr;
   for (int i = 1; i < argc; ++i) {
@@ -159,8 +163,9 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--n") && i + 1 < argc) N = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--layer") && i + 1 < argc) only = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) csv_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--budget") && i + 1 < argc) budget_s = std::atof(argv[++i]);
     else {
-      std::printf("usage: %s [--n 32] [--csv out.csv] [--all] [--layer I]\n", argv[0]);
+      std::printf("usage: %s [--n 32] [--csv out.csv] [--all] [--layer I] [--budget SECONDS]\n", argv[0]);
       return 2;
     }
   }
@@ -189,8 +194,14 @@ int main(int argc, char** argv) {
   std::string worst_name;
   double* sums;
   CK(cudaMalloc(&sums, 3 * sizeof(double)));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> table;
   for (int li = 0; li < int(sizeof(kLayers) / sizeof(kLayers[0])); ++li) {
     if (only >= 0 && li != only) continue;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > budget_s) {
+      std::printf("budget of %.0f s spent: layers from L%d on not run\n", budget_s, li);
+      break;
+    }
     const Layer& L = kLayers[li];
     ktune::Conv2dDesc d;
     d.n = N;
@@ -284,8 +295,13 @@ int main(int argc, char** argv) {
     double t_pick = -1, t_best = 1e30;
     std::string best_name;
     std::map<std::string, double> best_route;
+    int best_sm80_rank = 1 << 30;
+    for (const auto& e : ktune::conv_table().entries())
+      if (!ktune::is_sm90_iterator(e.config.iterator) && ktune::can_implement(e, d, ktune::alignment_of(d, o), &dev).ok())
+        best_sm80_rank = std::min(best_sm80_rank, ktune::gather_rank(e.config));
     for (const auto& e : ktune::conv_table().entries()) {
       if (!ktune::can_implement(e, d, ktune::alignment_of(d, o), &dev).ok()) continue;
+      if (!ktune::is_sm90_iterator(e.config.iterator) && ktune::gather_rank(e.config) > best_sm80_rank && &e != pick) continue;
       ktune::ConvOptions opt;
       const std::string name(e.name);
       opt.instance = name.c_str();
@@ -340,6 +356,12 @@ int main(int argc, char** argv) {
                 li, label, t_pick, flops / t_pick * 1e-6, t_pick_plain, pick->name.data(), t_best, best_name.c_str(),
                 t_fused, L.anchor_fused, t_unf, (int)ualgo, t_fused / t_pick, t_fused / t_best, t_unf / t_pick, pick_err);
     for (auto& [route, t] : best_route) std::printf("     best %-13s %7.1f us (fused/this %.2fx)\n", route.c_str(), t, t_fused / t);
+    {
+      char row[512];
+      std::snprintf(row, sizeof row, "| %s | %.1f | %.1f | %s | %.1f | %.1f | %.2f | %.2f | %.2f |", label, t_pick, t_best,
+                    best_name.c_str(), t_fused, t_unf, t_fused / t_pick, t_fused / t_best, t_unf / t_pick);
+      table.push_back(row);
+    }
     std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.us < b.us; });
     std::map<std::string, int> shown;
     for (const Row& r : rows)
@@ -370,6 +392,8 @@ int main(int argc, char** argv) {
     cudnnDestroyConvolutionDescriptor(cd);
     cudnnDestroyActivationDescriptor(ad);
   }
+  std::printf("\n| layer | ktune pick us | best us | best instance | cuDNN fused us | cuDNN unfused us | fused/pick | fused/best | unfused/pick |\n|---|---|---|---|---|---|---|---|---|\n");
+  for (const std::string& r : table) std::printf("%s\n", r.c_str());
   std::printf("timing: %s\n", g_graph_failed ? "SOME CALLS NOT CAPTURABLE: direct launches used for them" : "CUDA graph replay for all");
   std::printf("max rel.err vs cuDNN fused over every instance and layer: %.2e (%s)\n", worst_err, worst_name.c_str());
   if (nl) {
