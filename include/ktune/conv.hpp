@@ -28,8 +28,10 @@ struct ConvOptions {
 };
 
 // All checks that decide between an error and a launch; `out` is the chosen entry.
+// hopper_routes = false leaves the sm90 routes (gemm1x1, tma_im2col) out of the automatic choice.
 inline Status select_conv(const Conv2dDesc& desc, const Conv2dOperands& ops, const ConvTable& table,
-                          const DeviceInfo& dev, const ConvOptions& opt, const ConvKernelEntry*& out) {
+                          const DeviceInfo& dev, const ConvOptions& opt, const ConvKernelEntry*& out,
+                          bool hopper_routes = true) {
   out = nullptr;
   KTUNE_RETURN_IF_ERROR(validate(desc, ops));
   if (table.size() == 0)
@@ -62,6 +64,7 @@ inline Status select_conv(const Conv2dDesc& desc, const Conv2dOperands& ops, con
   std::vector<const ConvKernelEntry*> on_device;
   std::string device_reason;
   for (const ConvKernelEntry* e : cands) {
+    if (!hopper_routes && is_sm90_iterator(e->config.iterator)) continue;
     Status s = can_implement(*e, desc, al, &dev);
     if (s.ok()) on_device.push_back(e);
     else if (device_reason.empty()) device_reason = std::string(e->name) + ": " + s.message();
@@ -95,7 +98,14 @@ inline Status conv2d(const Conv2dDesc& desc, const Conv2dOperands& ops, cudaStre
   KTUNE_RETURN_IF_ERROR(current_device(dev));
   const ConvKernelEntry* e = nullptr;
   KTUNE_RETURN_IF_ERROR(select_conv(desc, ops, conv_table(), dev, opt, e));
-  return e->launch(desc, ops, opt.launch, stream);
+  const Status st = e->launch(desc, ops, opt.launch, stream);
+  // A program built without sm_90a code still lists the Hopper routes, whose launchers refuse to run
+  // the trapping image (no_instance, nothing launched): take the best mma.sync instance instead.
+  if (st.code() == StatusCode::no_instance && opt.instance == nullptr && is_sm90_iterator(e->config.iterator)) {
+    KTUNE_RETURN_IF_ERROR(select_conv(desc, ops, conv_table(), dev, opt, e, false));
+    return e->launch(desc, ops, opt.launch, stream);
+  }
+  return st;
 }
 
 }  // namespace ktune

@@ -411,3 +411,14 @@ TEST_CASE("conv select: Hopper tiles by sm90_conv_cost (small maps get small til
   CHECK(sm90_conv_efficiency(GemmConfig{90, MathOp::wgmma_f16, Layout::row, Layout::col, {64, 64, 64}, {64, 64}, 6, 8}) <
         sm90_conv_efficiency(GemmConfig{90, MathOp::wgmma_f16, Layout::row, Layout::col, {128, 64, 64}, {64, 64}, 6, 8}));
 }
+
+TEST_CASE("conv select: without the Hopper routes (a build with no sm_90a code on an H200) the mma.sync choice") {
+  const DeviceInfo dev = fake_h200();
+  for (const Conv2dDesc& d : {layer(32, 56, 256, 64, 1, 1), layer(32, 28, 128, 128, 3, 1), layer(32, 224, 4, 64, 7, 2)}) {
+    const ConvKernelEntry* e = nullptr;
+    REQUIRE(select_conv(d, ops(), conv_table(), dev, {}, e, false).ok());
+    REQUIRE(e != nullptr);
+    CHECK(!is_sm90_iterator(e->config.iterator));
+    CHECK(e->name == chosen_sm80(d).name);
+  }
+}

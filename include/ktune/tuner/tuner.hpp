@@ -14,8 +14,8 @@
 //      instance table, naming an instance that exists and accepts the problem, with launch options
 //      that launch_variants() offers for it);
 //   2. otherwise candidates = every launch variant of every table entry whose can_implement accepts;
-//      ranked by the cost model (default: heuristic_cost × tactic_cost_factor), top-k kept, the rest
-//      logged as pruned by model;
+//      ranked by the cost model (default: heuristic_cost × tactic_cost_factor), each instance's best
+//      tactic first (see ranked_tactics), top-k kept, the rest logged as pruned by model;
 //   3. each is run once on scratch buffers (never the caller's: the backend owns synthetic inputs, its
 //      own output and its own workspace for tactics that need one) and compared with a reference;
 //      failures are excluded and logged;
@@ -385,8 +385,12 @@ class Tuner {
   }
 
   // Candidate tactics ranked by the cost model (best first): every launch variant of every instance
-  // that can implement the problem (only default options when `variants` is false). Ties go to the
-  // smaller name, so an instance's default options come before its variants of equal cost.
+  // that can implement the problem (only default options when `variants` is false). Each instance's
+  // best-scored tactic comes first (instances in score order), then the other variants in score order:
+  // a top-k cut then measures as many different instances as instance-only tuning did, before the
+  // model's favourite instances' further variants (the model ranks split-K of mma.sync instances
+  // above every wgmma instance on small outputs, which is not always so). Ties go to the smaller name,
+  // so an instance's default options come before its variants of equal cost.
   std::vector<GemmTactic> ranked_tactics(const GemmDesc& d, const GemmAlignment& al, const DeviceInfo& dev, const CostModel& cost,
                                          bool variants = true, std::vector<std::string>* why_not = nullptr) const {
     std::vector<const GemmKernelEntry*> c = table_->candidates(d, al, &dev, why_not);
@@ -406,9 +410,18 @@ class Tuner {
     std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first < b.first : a.second.name < b.second.name;
     });
-    std::vector<GemmTactic> out;
+    std::vector<GemmTactic> out, rest;
     out.reserve(scored.size());
-    for (auto& [x, t] : scored) out.push_back(std::move(t));
+    std::vector<const GemmKernelEntry*> seen;
+    for (auto& [x, t] : scored) {
+      if (std::find(seen.begin(), seen.end(), t.entry) == seen.end()) {
+        seen.push_back(t.entry);
+        out.push_back(std::move(t));
+      } else {
+        rest.push_back(std::move(t));
+      }
+    }
+    for (auto& t : rest) out.push_back(std::move(t));
     return out;
   }
 
