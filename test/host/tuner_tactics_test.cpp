@@ -355,14 +355,31 @@ TEST_CASE("tuner tactics: top-k pruning counts tactics, ranked by the cost model
   const TuningReport r = f.last_report();
   CHECK(f.backend->measures.load() == 3);
   CHECK(r.count(TacticStatus::pruned_by_model) >= 3);
-  // The cost model puts the split-K variants of the only split-capable instance first on a decode shape.
+  // The cost model puts a split-K variant of the only split-capable instance first on a decode shape;
+  // then come the other instances' best tactics, before that instance's further variants.
   std::vector<std::string> measured;
   {
     std::lock_guard lock(f.backend->log_mu);
     measured = f.backend->measured;
   }
   REQUIRE(measured.size() == 3);
-  for (const auto& n : measured) CHECK(n.rfind(k128 + "@split", 0) == 0);
+  CHECK(measured[0].rfind(k128 + "@split", 0) == 0);
+  std::set<std::string> instances;
+  for (const auto& n : measured) instances.insert(n.substr(0, n.find('@')));
+  CHECK(instances.size() == 3);
+  // With room for every tactic, all of them are measured, each exactly once.
+  TunerOptions all = quiet_options();
+  all.max_candidates = 0;
+  SplitFixture h(all);
+  (void)h.select(p);
+  std::vector<std::string> every;
+  {
+    std::lock_guard lock(h.backend->log_mu);
+    every = h.backend->measured;
+  }
+  CHECK(std::set<std::string>(every.begin(), every.end()).size() == every.size());
+  CHECK(h.last_report().count(TacticStatus::pruned_by_model) == 0);
+  for (const auto& sname : decode_split_tactics()) CHECK(std::find(every.begin(), every.end(), sname) != every.end());
   // Ranks are per tactic and unique.
   std::set<int> ranks;
   for (const auto& rec : r.records)
