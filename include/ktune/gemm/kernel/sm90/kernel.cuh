@@ -33,6 +33,46 @@
 
 namespace ktune::kernel::sm90 {
 
+// Consumer schedule and epilogue store of an instance type CfgT (defaults: cooperative, staged stores).
+//   pingpong (CfgT::pingpong, one warpgroup tile per block tile): two consumer warpgroups take turns on
+//     whole tiles, so one's epilogue runs under the other's mainloop; cooperative: the config's
+//     consumer warpgroups split every tile.
+//   tma_store (CfgT::tma_store): D = A·B with a 16-bit D leaves through TMA stores of 16×64 boxes from
+//     two 2 KB swizzled buffers per consumer warp (other epilogues and types keep the staged stores).
+// Each consumer warp has its own epilogue staging either way.
+struct Sm90Schedule {
+  bool pingpong = false;
+  bool tma_store = false;
+};
+template <class CfgT>
+constexpr Sm90Schedule schedule_of() {
+  Sm90Schedule s;
+  if constexpr (requires { CfgT::pingpong; }) s.pingpong = CfgT::pingpong;
+  if constexpr (requires { CfgT::tma_store; }) s.tma_store = CfgT::tma_store;
+  return s;
+}
+// tf32 operands through a TFLOAT32 tensor map (CfgT::tma_tf32 = true) instead of FLOAT32: an experiment
+// on how the TMA converts (see make_tensor_map).
+template <class CfgT>
+constexpr bool uses_tf32_tensor_map() {
+  if constexpr (requires { CfgT::tma_tf32; }) return CfgT::tma_tf32;
+  else return false;
+}
+inline constexpr int sm90_tma_store_box_rows = 16, sm90_tma_store_box_bytes = 16 * 128;  // 16 rows × 64 16-bit
+constexpr int sm90_consumer_warpgroups(const GemmConfig& c, Sm90Schedule s) {
+  return s.pingpong ? 2 : c.consumer_warpgroups();
+}
+constexpr int sm90_kernel_staging_bytes(const GemmConfig& c, Sm90Schedule s) {
+  const int per_warp = sm90_staging_bytes(c) / (4 * c.consumer_warpgroups());
+  const int tma = 2 * sm90_tma_store_box_bytes;
+  return 4 * sm90_consumer_warpgroups(c, s) * (s.tma_store && tma > per_warp ? tma : per_warp);
+}
+template <class CfgT>
+inline constexpr int sm90_kernel_threads = 128 * (1 + sm90_consumer_warpgroups(CfgT::value, schedule_of<CfgT>()));
+template <class CfgT>
+inline constexpr int sm90_kernel_smem_bytes = estimate_resources(CfgT::value).smem_bytes - sm90_staging_bytes(CfgT::value) +
+                                              sm90_kernel_staging_bytes(CfgT::value, schedule_of<CfgT>());
+
 // Epilogue of one consumer warp: its 16-row bands (one per m64 block), Cols columns at a time, staged
 // through `stage` so every lane applies the epilogue to 4 consecutive columns and stores one vector.
 // The built-in epilogue's parameters say D = A·B: the store can skip Epi::apply.
@@ -105,6 +145,49 @@ __device__ __forceinline__ void store_accumulators(const GemmParams<typename Epi
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// Identity epilogue through TMA stores (16-bit D): per m64 block and 64 columns, the warp writes its
+// 16 rows as packed pairs (Pair2 = __half2 / __nv_bfloat162) into one of its two 2 KB buffers in the
+// TMA's 128-byte swizzle (16-byte chunk j of row r at chunk j ^ (r % 8): the 32 lanes hit 32 banks),
+// then lane 0 stores the box. A buffer is rewritten only once the store issued from it two boxes
+// earlier has read it (bulk wait_group.read 1), also across tiles; the caller waits for all at exit.
+template <class ML, class Pair2>
+__device__ __forceinline__ void store_accumulators_tma(const CUtensorMap* map, typename ML::Accumulators& acc,
+                                                       char* buffers, int row0, int col0, int m, int n) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  constexpr int halves = ML::WN / 64;
+#pragma unroll
+  for (int mi = 0; mi < ML::MI; ++mi)
+#pragma unroll
+    for (int h = 0; h < halves; ++h) {
+      const int rb = row0 + 64 * mi, cb = col0 + 64 * h;
+      if (rb >= m || cb >= n) continue;  // warp-uniform: the box lies outside D
+      char* buf = buffers + ((mi * halves + h) & 1) * sm90_tma_store_box_bytes;
+      if (lane == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<1>{});
+      __syncwarp();
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int jj = 8 * h + j;  // accumulator column block (8 columns)
+        Pair2 lo, hi;
+        if constexpr (std::is_same_v<Pair2, __half2>) {
+          lo = __floats2half2_rn(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
+          hi = __floats2half2_rn(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
+        } else {
+          lo = __floats2bfloat162_rn(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
+          hi = __floats2bfloat162_rn(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
+        }
+        const int chunk = ((j ^ g) << 4) + 4 * t;  // rows g and g + 8 have the same swizzle phase
+        *reinterpret_cast<Pair2*>(buf + g * 128 + chunk) = lo;
+        *reinterpret_cast<Pair2*>(buf + (g + 8) * 128 + chunk) = hi;
+      }
+      cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy writes → the TMA (async proxy)
+      __syncwarp();
+      if (lane == 0) {
+        tma_store_2d(map, cb, rb, buf);
+        cuda::ptx::cp_async_bulk_commit_group();
+      }
+    }
+}
+
 // The GEMM's producer: k-tile kt of output tile tc is one 2-D TMA box of A and of B (in a cluster of 2,
 // the shared operand's halves multicast; mainloop.cuh).
 template <GemmConfig C>
@@ -121,28 +204,46 @@ struct GemmTmaProducer {
   }
 };
 
+// Ping-pong consumers (named barriers 1 and 2, 256 threads: both consumer warpgroups): consumer c may
+// start the mainloop of its next tile only once the other consumer has waited for every k-tile of the
+// tile before it. That puts one consumer's epilogue under the other's mainloop, and it keeps a consumer
+// that skips the other's slots from running a whole ring lap ahead (a parity wait cannot tell lap n
+// from lap n - 2). Hand PTX: cuda::ptx has no named barrier.
+__device__ __forceinline__ void consumer_order_wait(int consumer) {
+  asm volatile("bar.sync %0, 256;\n" ::"r"(1 + consumer) : "memory");
+}
+__device__ __forceinline__ void consumer_order_signal(int other_consumer) {
+  asm volatile("bar.arrive %0, 256;\n" ::"r"(1 + other_consumer) : "memory");
+}
+
 // The whole warp-specialized persistent kernel but for what the producer loads, so other operand
 // sources (conv2d's TMA im2col, ktune/conv/kernel/sm90_conv.cuh) share the ring, the wgmma consumers,
 // the schedule and the epilogue. Producer: prefetch() once, then load(stage, bar, tile, kt, cluster,
 // rank) issues the TMA copies of k-tile kt (0 ≤ kt < k_tiles) of output tile `tile`, ML::stage_bytes
 // in all, completing on `bar`.
-template <GemmConfig C, class Epi, class Producer>
+// Sch (Sm90Schedule): ping-pong consumers (C has one consumer warpgroup tile, warp = tile) take turns on
+// whole tiles (even and odd tiles of this CTA's walk) instead of splitting each tile (cooperative);
+// tma_d (only with Sch.tma_store): D's tensor map (16×64 boxes, 128-byte swizzle) for identity epilogues.
+template <GemmConfig C, class Epi, class Producer, Sm90Schedule Sch = Sm90Schedule{}>
 __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, const GemmParams<typename Epi::Params>& p,
-                                                      const int k_tiles) {
+                                                      const int k_tiles, const CUtensorMap* tma_d = nullptr) {
   using ML = WgmmaMainloop<C>;
+  constexpr bool PingPong = Sch.pingpong;
+  static_assert(!PingPong || ML::consumers == 1, "ping-pong consumers each compute a whole tile");
+  constexpr int consumer_wgs = sm90_consumer_warpgroups(C, Sch);
+  constexpr int slot_readers = PingPong ? 1 : ML::consumers;  // warpgroups that read each ring slot
   constexpr int S = C.stages;
-  constexpr int stride = smem_layout::sm90_epilogue_cols + smem_layout::sm90_epilogue_pad;
   extern __shared__ __align__(1024) char smem_raw[];
   // Round up to a 1024-byte swizzle atom in the shared address space (the model reserved the slack).
   const std::uint32_t raw = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem_raw));
   char* ring = smem_raw + ((1024u - (raw & 1023u)) & 1023u);
   float* staging = reinterpret_cast<float*>(ring + S * ML::stage_bytes);
-  auto* bars = reinterpret_cast<std::uint64_t*>(ring + S * ML::stage_bytes + sm90_staging_bytes(C));
+  auto* bars = reinterpret_cast<std::uint64_t*>(ring + S * ML::stage_bytes + sm90_kernel_staging_bytes(C, Sch));
   const Pipeline<S> pipe{bars, bars + S};
   // A cluster launch (2 CTAs) multicasts the shared operand; a plain launch has a cluster of 1.
   const unsigned cluster = cuda::ptx::get_sreg_cluster_nctarank();
   const unsigned rank = cluster > 1 ? cuda::ptx::get_sreg_cluster_ctarank() : 0u;
-  if (threadIdx.x == 0) pipe.init(4 * ML::consumers * static_cast<int>(cluster));
+  if (threadIdx.x == 0) pipe.init(4 * slot_readers * static_cast<int>(cluster));
   if (cluster > 1) {  // the peer's TMA and arrivals reach this CTA's barriers: all initialised first
     cuda::ptx::barrier_cluster_arrive();
     cuda::ptx::barrier_cluster_wait();
@@ -166,7 +267,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
 
   if (wg == 0) {
     // Producer warpgroup: one thread issues every TMA copy.
-    if constexpr (ML::consumers == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(smem_layout::sm90_producer_registers));
+    if constexpr (consumer_wgs == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(smem_layout::sm90_producer_registers));
     if (threadIdx.x == 0) {
       producer.prefetch();
       RingState<S> st;
@@ -180,18 +281,31 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       }
     }
   } else {
-    if constexpr (ML::consumers == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(smem_layout::sm90_consumer_registers));
+    if constexpr (consumer_wgs == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(smem_layout::sm90_consumer_registers));
     const int cw = wg - 1, lane = threadIdx.x & 31, warp_in_wg = (threadIdx.x >> 5) & 3;
-    float* stage_warp = staging + ((threadIdx.x - 128) >> 5) * smem_layout::epilogue_band_rows * stride;
-    const auto d0 = ML::descriptors(static_cast<std::uint32_t>(__cvta_generic_to_shared(ring)), cw);
+    const int sub = PingPong ? 0 : cw;  // which warpgroup sub-tile of the block tile this consumer computes
+    constexpr int warp_staging_bytes = sm90_kernel_staging_bytes(C, Sch) / (4 * consumer_wgs);
+    float* stage_warp = staging + ((threadIdx.x - 128) >> 5) * (warp_staging_bytes / 4);
+    const auto d0 = ML::descriptors(static_cast<std::uint32_t>(__cvta_generic_to_shared(ring)), sub);
     const bool identity = is_identity<Epi>(p.ep);
+    const bool tma_store = Sch.tma_store && tma_d != nullptr && identity;
     typename ML::Accumulators acc;
     RingState<S> st;
-    for (int unit = first_unit; unit < units; unit += unit_step) {
+    int turn = 0;  // ping-pong: this CTA's tiles alternate between consumers 0 and 1
+    for (int unit = first_unit; unit < units; unit += unit_step, ++turn) {
+      if constexpr (PingPong) {
+        if ((turn & 1) != cw) {  // the other consumer's tile
+          st.skip(k_tiles);
+          continue;
+        }
+        if (turn > 0) consumer_order_wait(cw);  // the other consumer has waited for all of tile turn-1
+      }
       const TileCoord tc = tile_of(unit);
       int previous = 0;
       for (int kt = 0; kt < k_tiles; ++kt) {
         pipe.wait_full(st);
+        if constexpr (PingPong)
+          if (kt == k_tiles - 1 && unit + unit_step < units) consumer_order_signal(1 - cw);
         ML::mma(acc, d0, st.stage, kt > 0);
         wgmma_wait<1>();  // the previous k-tile's wgmmas are done: its slot may be refilled
         if (kt > 0 && lane == 0) pipe.release(previous, cluster);
@@ -203,14 +317,26 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
 #pragma unroll
       for (int mi = 0; mi < ML::MI; ++mi) fence_registers(acc[mi]);
 
-      const int row0 = tc.m * C.tile.m + ML::wg_row0(cw) + 16 * warp_in_wg;
-      const int col0 = tc.n * C.tile.n + ML::wg_col0(cw);
+      const int row0 = tc.m * C.tile.m + ML::wg_row0(sub) + 16 * warp_in_wg;
+      const int col0 = tc.n * C.tile.n + ML::wg_col0(sub);
+      if constexpr (Sch.tma_store) {
+        if (tma_store) {
+          if (p.d_type == DType::bf16)
+            store_accumulators_tma<ML, __nv_bfloat162>(tma_d, acc, reinterpret_cast<char*>(stage_warp), row0, col0, p.m, p.n);
+          else
+            store_accumulators_tma<ML, __half2>(tma_d, acc, reinterpret_cast<char*>(stage_warp), row0, col0, p.m, p.n);
+          continue;
+        }
+      }
       switch (p.d_type) {
         case DType::f32: store_accumulators<ML, Epi, float>(p, acc, stage_warp, row0, col0, identity); break;
         case DType::f16: store_accumulators<ML, Epi, __half>(p, acc, stage_warp, row0, col0, identity); break;
         case DType::bf16: store_accumulators<ML, Epi, __nv_bfloat16>(p, acc, stage_warp, row0, col0, identity); break;
       }
     }
+    // TMA stores read this warp's buffers asynchronously: the block's shared memory must outlive them.
+    if constexpr (Sch.tma_store)
+      if (tma_store && lane == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
   }
   // A CTA may exit only when its peer no longer multicasts into it or arrives on its barriers.
   if (cluster > 1) {
@@ -221,13 +347,17 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
 #endif
 
 template <class CfgT, class Epi>
-__global__ void __launch_bounds__(CfgT::value.threads(), 1)
+__global__ void __launch_bounds__(sm90_kernel_threads<CfgT>, 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
-                      const GemmParams<typename Epi::Params> p) {
+                      const GemmParams<typename Epi::Params> p, const __grid_constant__ CUtensorMap tma_d,
+                      const bool d_by_tma) {
 #if defined(__CUDA_ARCH__)
 #if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr GemmConfig C = CfgT::value;
-  warp_specialized_gemm<C, Epi>(GemmTmaProducer<C>{&tma_a, &tma_b}, p, (p.k + C.tile.k - 1) / C.tile.k);
+  constexpr Sm90Schedule sch = schedule_of<CfgT>();
+  warp_specialized_gemm<C, Epi, GemmTmaProducer<C>, sch>(GemmTmaProducer<C>{&tma_a, &tma_b}, p,
+                                                         (p.k + C.tile.k - 1) / C.tile.k,
+                                                         sch.tma_store && d_by_tma ? &tma_d : nullptr);
 #else
   __trap();  // built for a target without wgmma: the launcher never runs this image
 #endif
@@ -283,7 +413,8 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   constexpr GemmConfig C = CfgT::value;
   using ML = WgmmaMainloop<C>;
   constexpr auto kernel = wgmma_gemm_kernel<CfgT, Epi>;
-  constexpr int smem = estimate_resources(C).smem_bytes;
+  constexpr int smem = sm90_kernel_smem_bytes<CfgT>;  // the model's, with ping-pong's second staging
+  constexpr int threads = sm90_kernel_threads<CfgT>;
   const GemmDesc d = resolved(d0);
   KTUNE_RETURN_IF_ERROR(ensure_sm90_image<kernel>());
   KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(smem));
@@ -291,13 +422,13 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   KTUNE_RETURN_IF_ERROR(current_device(dev));
   static const int per_sm_blocks = [] {
     int n = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, CfgT::value.threads(), smem) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem) != cudaSuccess) {
       (void)cudaGetLastError();
       n = 0;
     }
     return n > 0 ? n : 1;
   }();
-  static const int pair_clusters = resident_clusters<kernel>(C.threads(), smem, 2);
+  static const int pair_clusters = resident_clusters<kernel>(threads, smem, 2);
 
   // Clusters of 2 (multicast of the shared operand) only on request (GemmLaunchOptions::cluster = 2):
   // correct on the H200 (every instance, odd tile counts, several tiles per cluster), but measured at
@@ -311,23 +442,34 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
 
   CUtensorMap ta, tb;
   const DType t = C.operand();
+  constexpr bool tf32_map = uses_tf32_tensor_map<CfgT>();
   const bool mc = cluster == 2;
   if constexpr (ML::a_kc)
-    KTUNE_RETURN_IF_ERROR(make_tensor_map(ta, t, ops.a, d.k, d.m, d.lda, C.tile.k, ML::a_box_outer(mc)));
+    KTUNE_RETURN_IF_ERROR(make_tensor_map(ta, t, ops.a, d.k, d.m, d.lda, C.tile.k, ML::a_box_outer(mc), tf32_map));
   else
-    KTUNE_RETURN_IF_ERROR(make_tensor_map(ta, t, ops.a, d.m, d.k, d.lda, 64, ML::a_box_outer(mc)));
+    KTUNE_RETURN_IF_ERROR(make_tensor_map(ta, t, ops.a, d.m, d.k, d.lda, ML::mn_box_inner, ML::a_box_outer(mc)));
   if constexpr (ML::b_kc)
-    KTUNE_RETURN_IF_ERROR(make_tensor_map(tb, t, ops.b, d.k, d.n, d.ldb, C.tile.k, ML::b_box_outer(mc)));
+    KTUNE_RETURN_IF_ERROR(make_tensor_map(tb, t, ops.b, d.k, d.n, d.ldb, C.tile.k, ML::b_box_outer(mc), tf32_map));
   else
-    KTUNE_RETURN_IF_ERROR(make_tensor_map(tb, t, ops.b, d.n, d.k, d.ldb, 64, ML::b_box_outer(mc)));
+    KTUNE_RETURN_IF_ERROR(make_tensor_map(tb, t, ops.b, d.n, d.k, d.ldb, ML::mn_box_inner, ML::b_box_outer(mc)));
 
   const GemmParams<typename Epi::Params> p = make_gemm_params(d, ops, opt, ep);
+  // TMA-store epilogue (schedule option): D = A·B into a 16-bit D with 16-byte aligned rows.
+  CUtensorMap td{};
+  bool d_by_tma = false;
+  if constexpr (schedule_of<CfgT>().tma_store && std::is_same_v<Epi, epilogue::Builtin>) {
+    const EpilogueSpec& e = d.epilogue;
+    const bool identity = e.alpha == 1.0f && e.beta == 0.0f && !e.bias && !e.residual &&
+                          e.activation == Activation::none && !e.clamp;
+    if (identity && size_of(d.d_type) == 2 && reinterpret_cast<std::uintptr_t>(ops.d) % 16 == 0 && d.ldd % 8 == 0)
+      d_by_tma = make_tensor_map(td, d.d_type, ops.d, d.n, d.m, d.ldd, 64, sm90_tma_store_box_rows).ok();
+  }
 
   const std::int64_t sms = dev.sm_count > 0 ? dev.sm_count : 1;
   if (cluster == 1) {
     const std::int64_t slots = opt.max_ctas > 0 ? opt.max_ctas : sms * per_sm_blocks;
     const unsigned grid = static_cast<unsigned>(tiles < slots ? tiles : slots);
-    kernel<<<grid, C.threads(), smem, stream>>>(ta, tb, p);
+    kernel<<<grid, threads, smem, stream>>>(ta, tb, p, td, d_by_tma);
     return cuda_status(cudaGetLastError(), "sm90 GEMM kernel launch");
   }
   const std::int64_t units = ceil_div(pair_dim, std::int64_t{2}) * (tiles / pair_dim);
@@ -335,7 +477,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
       std::min<std::int64_t>(units, opt.max_ctas > 0 ? std::max(1, opt.max_ctas / 2) : pair_clusters);
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(static_cast<unsigned>(2 * clusters), 1, 1);
-  cfg.blockDim = dim3(static_cast<unsigned>(C.threads()), 1, 1);
+  cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
   cfg.dynamicSmemBytes = static_cast<std::size_t>(smem);
   cfg.stream = stream;
   cudaLaunchAttribute attr{};
@@ -345,7 +487,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   attr.val.clusterDim.z = 1;
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
-  return cuda_status(cudaLaunchKernelEx(&cfg, kernel, ta, tb, p), "sm90 GEMM kernel launch (cluster of 2)");
+  return cuda_status(cudaLaunchKernelEx(&cfg, kernel, ta, tb, p, td, d_by_tma), "sm90 GEMM kernel launch (cluster of 2)");
 }
 
 // The dispatch-table launcher: the built-in run-time epilogue.

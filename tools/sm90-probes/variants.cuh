@@ -1,0 +1,42 @@
+// tools/sm90-probes/variants.cuh — experimental sm90 instances for ktune-sm90-probes only (never in the
+// library's default table): the Hopper kernel with schedule options that kernel/sm90/kernel.cuh reads
+// from the instance type (schedule_of / uses_tf32_tensor_map), registered under their own names.
+//   _pp_      ping-pong consumers: two consumer warpgroups take turns on whole tiles
+//   _tmast_   identity epilogue through TMA stores of 16x64 boxes (16-bit D)
+//   _tf32map_ tf32 operands through a TFLOAT32 tensor map instead of FLOAT32
+#pragma once
+#include <string_view>
+
+#include "ktune/gemm/instantiate.cuh"
+
+namespace ktune::probes {
+
+template <GemmConfig Cfg, bool PingPong, bool TmaStore = false, bool Tf32Map = false>
+struct Variant {
+  static constexpr GemmConfig value = Cfg;
+  static constexpr bool pingpong = PingPong;
+  static constexpr bool tma_store = TmaStore;
+  static constexpr bool tma_tf32 = Tf32Map;
+};
+
+template <class V>
+void add_variant(std::string_view name) {
+  static_assert(validate(V::value, sm90).ok(), "variant rejected by the constraint model");
+  static_assert(kernel::sm90::sm90_kernel_smem_bytes<V> <= 227 * 1024, "variant exceeds shared memory");
+  GemmKernelEntry e{};
+  e.name = name;
+  e.family = "sm90_probe";
+  e.config = V::value;
+  e.resources = estimate_resources(V::value);
+  e.resources.threads = kernel::sm90::sm90_kernel_threads<V>;
+  e.resources.smem_bytes = kernel::sm90::sm90_kernel_smem_bytes<V>;
+  e.launch = &kernel::sm90::launch_builtin<V>;
+  e.attributes = &kernel::sm90::attributes_of<V>;
+  gemm_table().add(e);
+}
+
+constexpr GemmConfig tn(MathOp m, TileShape t, WarpShape w, int stages, int align) {
+  return GemmConfig{90, m, Layout::row, Layout::col, t, w, stages, align};
+}
+
+}  // namespace ktune::probes
