@@ -161,3 +161,26 @@ TEST_CASE("explain model: instances of another math are counted per family, not 
   for (const auto& f : x.families)
     if (f.family == "sm90_wgmma_f16" || f.family == "sm80_mma_f16") CHECK(f.relevant == 0);
 }
+
+TEST_CASE("explain model: the tactics in the tuner's measuring order, each instance's best first") {
+  REQUIRE(gemm_table().size() > 0);
+  const DeviceInfo h200 = profile::assumed_h200();
+  for (const char* line : {"bf16 tn 16x4096x4096", "bf16 tn 4096x4096x4096", "f16 tn 256x256x512"}) {
+    CAPTURE(line);
+    const tools::ShapeProblem p = problem(line);
+    const ModelExplanation x = profile::explain_model(p.desc(), p.alignment(), h200);
+    REQUIRE(x.tactics.size() >= x.ranked.size());
+    std::set<std::string> names;
+    std::set<const GemmKernelEntry*> instances;
+    for (std::size_t i = 0; i < x.tactics.size(); ++i) {
+      const auto& t = x.tactics[i];
+      CHECK(t.rank == static_cast<int>(i + 1));
+      CHECK(names.insert(t.name).second);
+      CHECK(t.name.rfind(std::string(t.entry->name), 0) == 0);
+      // The first x.ranked.size() tactics are one per instance; every instance's default options appear.
+      if (i < x.ranked.size()) CHECK(instances.insert(t.entry).second);
+    }
+    CHECK(instances.size() == x.ranked.size());
+    for (const auto& r : x.ranked) CHECK(names.count(std::string(r.entry->name)) == 1);
+  }
+}

@@ -89,26 +89,28 @@ void print_table(const ModelExplanation& x, const DeviceInfo& dev, const GemmAli
 }
 
 void print_ranking(const ModelExplanation& x, int max_candidates) {
-  std::printf("\n3. Cost model ranking (heuristic_cost; rank 1 is the heuristic choice): the tuner measures the top %s in this "
-              "order\n",
-              max_candidates > 0 ? std::to_string(max_candidates).c_str() : "(all)");
-  std::printf("   %4s  %-60s %9s  %s\n", "rank", "instance", "rel.cost", "tuner");
-  for (const RankedCandidate& r : x.ranked) {
+  std::printf("\n3. Cost model ranking of the tactics (instance @ launch options; heuristic_cost x tactic_cost_factor, each\n"
+              "   instance's best tactic first): the tuner measures the top %s in this order; the heuristic choice is %s\n",
+              max_candidates > 0 ? std::to_string(max_candidates).c_str() : "(all)",
+              x.ranked.empty() ? "-" : std::string(x.ranked.front().entry->name).c_str());
+  std::printf("   %4s  %-70s %9s  %s\n", "rank", "tactic", "rel.cost", "tuner");
+  for (const RankedTactic& r : x.tactics) {
     const bool measured = max_candidates <= 0 || r.rank <= max_candidates;
-    const std::string what = measured ? "measured" + std::string(r.rank == 1 ? " (heuristic pick)" : "")
+    const bool heuristic = !x.ranked.empty() && r.name == x.ranked.front().entry->name;
+    const std::string what = measured ? "measured" + std::string(heuristic ? " (heuristic pick)" : "")
                                       : "pruned by model (rank " + std::to_string(r.rank) + " > max_candidates " +
                                             std::to_string(max_candidates) + ")";
-    std::printf("   %4d  %-60s %9s  %s\n", r.rank, std::string(r.entry->name).c_str(), fmt("%.2f", r.relative).c_str(), what.c_str());
+    std::printf("   %4d  %-70s %9s  %s\n", r.rank, r.name.c_str(), fmt("%.2f", r.relative).c_str(), what.c_str());
   }
 }
 
 void print_report(const tuner::TuningReport& r, const ModelExplanation& x, const DeviceInfo& dev) {
   std::map<std::string, double, std::less<>> rel;
-  for (const RankedCandidate& c : x.ranked) rel[std::string(c.entry->name)] = c.relative;
+  for (const RankedTactic& c : x.tactics) rel[c.name] = c.relative;
   std::printf("\n3. Tuner on %s (cost-model order; measured on scratch buffers, validated against a reference)\n",
               dev.name.c_str());
   if (!r.method.empty()) std::printf("   method: %s\n", r.method.c_str());
-  std::printf("   %4s  %-60s %9s %10s %8s %8s  %s\n", "rank", "instance", "rel.cost", "ms", "TF/s", "vs best", "status");
+  std::printf("   %4s  %-70s %9s %10s %8s %8s  %s\n", "rank", "tactic", "rel.cost", "ms", "TF/s", "vs best", "status");
   std::size_t cannot = 0;
   for (const tuner::TacticRecord& t : r.records) {
     if (t.status == tuner::TacticStatus::cannot_implement) {
@@ -123,11 +125,11 @@ void print_report(const tuner::TuningReport& r, const ModelExplanation& x, const
                                ? fmt("%+.1f%%", 100.0 * (t.ms / r.winner_ms - 1.0))
                                : "";
     std::string status = status_text(t);
-    if (t.rank == 1) status += " [heuristic pick]";
+    if (!x.ranked.empty() && t.name == x.ranked.front().entry->name) status += " [heuristic pick]";
     if (!std::isnan(t.rel_error)) status += fmt(" (err %.1e)", t.rel_error);
     if (t.repeats > 0) status += " x" + std::to_string(t.repeats);
     if (!t.detail.empty()) status += ": " + t.detail;
-    std::printf("   %4s  %-60s %9s %10s %8s %8s  %s\n", t.rank > 0 ? std::to_string(t.rank).c_str() : "-", t.name.c_str(),
+    std::printf("   %4s  %-70s %9s %10s %8s %8s  %s\n", t.rank > 0 ? std::to_string(t.rank).c_str() : "-", t.name.c_str(),
                 rc.c_str(), ms.c_str(), tf.c_str(), vs.c_str(), status.c_str());
   }
   if (cannot > 0) std::printf("   (%zu instances that cannot implement the problem: see part 2)\n", cannot);

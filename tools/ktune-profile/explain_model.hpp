@@ -68,6 +68,14 @@ struct RankedCandidate {
   double relative = 1; // cost / the best cost
 };
 
+// A tactic (instance + launch options, ktune/gemm/tactics.hpp) in the order the tuner measures them.
+struct RankedTactic {
+  std::string name;    // instance[@launch options]
+  const GemmKernelEntry* entry = nullptr;
+  int rank = 0;        // 1-based position in Tuner::ranked_tactics (the top max_candidates are measured)
+  double relative = 1; // its cost (instance cost × tactic_cost_factor) / the best instance's cost
+};
+
 struct ModelExplanation {
   std::vector<FamilyModel> families;
   // Table entries for another math or layout, per family (not listed one by one).
@@ -77,6 +85,8 @@ struct ModelExplanation {
   std::vector<Rejection> cannot;
   // The rest, best-ranked first (Tuner::ranked_candidates with the default cost model).
   std::vector<RankedCandidate> ranked;
+  // Every tactic of the ranked instances, in the tuner's measuring order (Tuner::ranked_tactics).
+  std::vector<RankedTactic> tactics;
   std::size_t table_size = 0;
 };
 
@@ -135,6 +145,16 @@ inline ModelExplanation explain_model(const GemmDesc& desc, const GemmAlignment&
   }
   if (!x.ranked.empty() && x.ranked.front().cost > 0)
     for (auto& r : x.ranked) r.relative = r.cost / x.ranked.front().cost;
+  const double best = !x.ranked.empty() && x.ranked.front().cost > 0 ? x.ranked.front().cost : 1.0;
+  int rank = 0;
+  for (const GemmTactic& t : ranker.ranked_tactics(d, al, dev, {})) {
+    RankedTactic r;
+    r.name = t.name;
+    r.entry = t.entry;
+    r.rank = ++rank;
+    r.relative = heuristic_cost(*t.entry, d, dev) * tactic_cost_factor(*t.entry, t.launch, d, dev) / best;
+    x.tactics.push_back(std::move(r));
+  }
   return x;
 }
 
