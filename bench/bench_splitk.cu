@@ -6,7 +6,7 @@
 // shapes; then, per shape, the fastest tactics and where split_k_variants' picks rank.
 //
 //   ktune_bench_bench_splitk [--quick] [--top N] [--sweep] [--shape MxNxK] [--filter A|B|...] [--tuned]
-// --sweep times every split count in {1..8, 10, 12, 16, 20, 24, 32, 48, 64} × both modes (not just
+// --sweep times every split count in {1..8, 10, 12, 16, ..., 256} × both modes (not just
 // split_k_variants'); --filter keeps instances whose name contains one of the '|'-separated parts;
 // --tuned also times ktune::gemm() as a user calls it (the tuner's pick, tuned before timing);
 // --benchmark_* arguments (scripts/gpu-check.sh) mean --quick (2 shapes, small-tile instances).
@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
       if (sweep && e->workspace_size != nullptr) {
         los.clear();
         const std::int64_t k_tiles = (d.k + e->config.tile.k - 1) / e->config.tile.k;
-        for (int sk : {1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 20, 24, 32, 48, 64})
+        for (int sk : {1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128, 192, 256})
           for (SplitKMode mode : {SplitKMode::serial, SplitKMode::parallel}) {
             if ((sk == 1 && mode == SplitKMode::parallel) || sk > k_tiles) continue;
             GemmLaunchOptions lo;

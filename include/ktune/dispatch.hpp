@@ -41,7 +41,8 @@ struct GemmLaunchOptions {
 };
 
 // Largest split count accepted (more slices than this never pays: each adds an fp32 tile of traffic).
-inline constexpr int max_split_k = 64;
+// One-tile problems with a very long K (64×64×65536) want ~2 slices per multiprocessor.
+inline constexpr int max_split_k = 256;
 // Largest raster group accepted (as in cached tactics, gemm/tactics.hpp). The kernels compute
 // group · ⌈N / BN⌉ in 32 bits: that fits for N < 2^27 (BN ≥ 64) whatever the group.
 inline constexpr int max_raster_group = 1024;

@@ -201,7 +201,7 @@ TEST_CASE("split-K: deterministic (bit-identical across runs and modes), with a 
     const Operands op = make_operands(*e, 64, 264, 8192, rng);
     std::map<int, std::vector<unsigned char>> by_split;  // serial and parallel add in the same order
     for (SplitKMode mode : kModes)
-      for (int s : {3, 8, 37, 64}) {  // 37, 64: several slice groups in the parallel reduction
+      for (int s : {3, 8, 37, 64, 256}) {  // 37..256: several slice groups; 256 > k-tiles: empty slices
         Direct x = direct_problem(*e, op, DType::f32);
         GemmOptions opt;
         opt.instance = e->name.data();

@@ -290,7 +290,7 @@ TEST_CASE("tuner cache: malformed corpus never crashes and never yields a wrong 
       {"version 1 file (before tactics) still loads", "{\"format\":\"ktune-cache\",\"version\":1}\n" + G, 1, true},
       {"launch: unknown knob", H + with(kGood, "\"ms\":", "\"launch\":\"turbo2\",\"ms\":") + "\n" + G, 1, true},
       {"launch: split count 1", H + with(kGood, "\"ms\":", "\"launch\":\"split1s\",\"ms\":") + "\n" + G, 1, true},
-      {"launch: split count too large", H + with(kGood, "\"ms\":", "\"launch\":\"split65s\",\"ms\":") + "\n" + G, 1, true},
+      {"launch: split count too large", H + with(kGood, "\"ms\":", "\"launch\":\"split257s\",\"ms\":") + "\n" + G, 1, true},
       {"launch: cluster 3", H + with(kGood, "\"ms\":", "\"launch\":\"cl3\",\"ms\":") + "\n" + G, 1, true},
       {"launch: not canonical order", H + with(kGood, "\"ms\":", "\"launch\":\"cl2@split4s\",\"ms\":") + "\n" + G, 1, true},
       {"launch: leading zero", H + with(kGood, "\"ms\":", "\"launch\":\"split04s\",\"ms\":") + "\n" + G, 1, true},

@@ -149,7 +149,7 @@ TEST_CASE("tactics: launch options parse back from their names, and only from th
     CHECK(same_launch(back, o));
     CHECK(launch_suffix(back) == s);
   }
-  for (const char* bad : {"split1s", "split65s", "split4", "split4x", "split04s", "cl3", "cl0", "rg0", "ctas0", "cl2@split4s",
+  for (const char* bad : {"split1s", "split257s", "split4", "split4x", "split04s", "cl3", "cl0", "rg0", "ctas0", "cl2@split4s",
                           "split4s@", "@cl2", "turbo", "split-4s", "rg8", "cl2@cl2", "split4s@split8s"}) {
     CAPTURE(bad);
     GemmLaunchOptions o;

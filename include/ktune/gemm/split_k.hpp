@@ -63,8 +63,9 @@ inline double split_k_estimate(std::int64_t tiles, std::int64_t k_tiles, int spl
 
 // The launch options worth timing for this instance and problem: {split_k = 1} first, always; when the
 // output tiles fill less than about one wave of the device and K is long, the split count s* with the
-// best estimate, its half and its double (serial), and s* and 2·s* in parallel mode (which wins when
-// many slices make the last block's reduction long). At most 6 options, no duplicates.
+// best estimate, its half and its double (serial), and s* and 2·s* (s*/2 when s* is the largest
+// allowed) in parallel mode (which wins when many slices make the last block's reduction long; H200,
+// batch 1: parallel beat serial at every split count). At most 6 options, no duplicates.
 inline std::vector<GemmLaunchOptions> split_k_variants(const GemmKernelEntry& e, const GemmDesc& desc,
                                                        const DeviceInfo& dev) {
   std::vector<GemmLaunchOptions> out(1);
@@ -103,7 +104,7 @@ inline std::vector<GemmLaunchOptions> split_k_variants(const GemmKernelEntry& e,
   add(best / 2, SplitKMode::serial);
   add(twice, SplitKMode::serial);
   add(best, SplitKMode::parallel);
-  add(twice, SplitKMode::parallel);
+  add(twice > best ? twice : best / 2, SplitKMode::parallel);
   return out;
 }
 

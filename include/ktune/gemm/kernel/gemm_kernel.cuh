@@ -231,6 +231,8 @@ __global__ void __launch_bounds__(CfgT::value.threads(), target_blocks_per_sm(Cf
 // 4-column group of a row gets `lanes` consecutive threads (a power of two ≥ the number of slice
 // groups): lane g adds slice group g, then lane 0 adds the group sums in order and stores.
 inline constexpr int splitk_reduce_threads = 256;
+static_assert((max_split_k + split_k_group_slices - 1) / split_k_group_slices <= splitk_reduce_threads,
+              "a block of the reduction holds every slice group of one 4-column group");
 
 template <class Epi>
 __global__ void __launch_bounds__(splitk_reduce_threads) splitk_reduce_kernel(const GemmParams<typename Epi::Params> p,
@@ -350,7 +352,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   if (q.split_serial) return {};
   const int groups = (opt.split_k + split_k_group_slices - 1) / split_k_group_slices;
   int lanes = 1;
-  while (lanes < groups) lanes *= 2;  // ≤ 16 (max_split_k = 64)
+  while (lanes < groups) lanes *= 2;  // ≤ 64 (max_split_k = 256) ≤ splitk_reduce_threads
   const std::int64_t quads = d.m * ceil_div(d.n, std::int64_t{4}), per_block = splitk_reduce_threads / lanes;
   splitk_reduce_kernel<Epi><<<static_cast<unsigned>(ceil_div(quads, per_block)), splitk_reduce_threads, 0, stream>>>(q, lanes);
   return cuda_status(cudaGetLastError(), "split-K reduction kernel launch");
