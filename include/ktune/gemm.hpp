@@ -145,6 +145,11 @@ inline Status gemm(const GemmDesc& desc, const GemmOperands& ops, cudaStream_t s
     if (default_tuner().select(desc, ops, stream, t).ok() && t != nullptr) {
       // The tuner's tactic: its instance with its launch options, unless the caller set options.
       if (!is_default_launch(opt.launch)) return detail::launch_with_workspace(*t->entry, desc, ops, opt.launch, stream);
+      // A workspace the caller passed that is too small for the tuner's launch options: the caller did
+      // not ask for them, so the same instance runs with default options instead of failing.
+      if (ops.workspace != nullptr && !is_default_launch(t->launch) &&
+          ops.workspace_bytes < workspace_bytes_for(*t->entry, resolved(desc), t->launch))
+        return detail::launch_with_workspace(*t->entry, desc, ops, GemmLaunchOptions{}, stream);
       const Status s = detail::launch_with_workspace(*t->entry, desc, ops, t->launch, stream);
       if (s.ok() || is_default_launch(t->launch) || ops.workspace != nullptr || !default_tuner().backend().is_capturing(stream))
         return s;

@@ -367,6 +367,19 @@ TEST_CASE("tuner GPU: tuned split-K and cluster tactics are correct through ktun
       CHECK_MESSAGE(c.ok(tolerance(math, sh.t)), c.summary());
       CHECK(p.A.download() == a0);
       CHECK(p.B.download() == b0);
+      if (pinned->launch.split_k > 1) {
+        // A caller workspace too small for the tactic: the same instance runs with default options.
+        DeviceBuffer tiny(256);
+        GemmOperands o = p.ops();
+        o.workspace = tiny.ptr;
+        o.workspace_bytes = 16;
+        KT_CUDA(cudaMemset(p.D.dev.ptr, kPoison, p.D.image.size()));
+        const Status small = ktune::gemm(p.desc, o);
+        REQUIRE_MESSAGE(small.ok(), small.to_string());
+        KT_CUDA(cudaDeviceSynchronize());
+        const Check cs = check_output(p.D, ref);
+        CHECK_MESSAGE(cs.ok(tolerance(math, sh.t)), cs.summary());
+      }
       ++variants_checked;
       checked += " " + rec.name;
     }
