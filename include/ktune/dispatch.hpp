@@ -113,8 +113,6 @@ inline Status check_workspace(const GemmKernelEntry& e, const GemmDesc& d, const
   return {};
 }
 
-
-
 // Can this instance run this (already validated) problem on this device? The reason says why not.
 inline Status can_implement(const GemmKernelEntry& e, const GemmDesc& d, const GemmAlignment& al,
                             const DeviceInfo* dev) {
