@@ -274,6 +274,79 @@ TEST_CASE("every instance computes every epilogue") {
   MESSAGE(runs << " epilogue runs, " << fails.count << " failures");
 }
 
+TEST_CASE("sm90 instances with 2-CTA clusters (TMA multicast) and persistent walks of several tiles") {
+  // The launch options the tuner tries on Hopper (@cl2) and bounded grids (max_ctas): each CTA then
+  // walks several tiles, so the ring wraps across tiles and the epilogue of one tile overlaps the
+  // producer's loads of the next; odd tile counts leave a cluster's second tile past M or N.
+  DeviceInfo dev;
+  backend::device_info(dev);
+  const std::vector<ShapeCase> shapes = {
+      {"264x392x328 (odd tile counts, k-tiles > stages)", 264, 392, 328},
+      {"600x136x200, padded ldd", 600, 136, 200, 0, 0, 8},
+  };
+  struct LaunchCase {
+    const char* what;
+    GemmLaunchOptions opt;
+  };
+  std::vector<LaunchCase> launches(3);
+  launches[0].what = "cluster 2";
+  launches[0].opt.cluster = 2;
+  launches[1].what = "cluster 2, max_ctas 4";
+  launches[1].opt.cluster = 2;
+  launches[1].opt.max_ctas = 4;
+  launches[2].what = "max_ctas 3";
+  launches[2].opt.max_ctas = 3;
+  EpilogueSpec bias_relu;
+  bias_relu.bias = true;
+  bias_relu.activation = Activation::relu;
+  Failures fails;
+  int runs = 0;
+  std::map<std::string_view, int> per_instance;
+  std::uint64_t seed = 5000;
+  for (std::size_t si = 0; si < shapes.size(); ++si) {
+    const ShapeCase& sc = shapes[si];
+    for (DType ab : kOperandTypes)
+      for (Layout la : kLayouts)
+        for (Layout lb : kLayouts) {
+          std::vector<const GemmKernelEntry*> entries;
+          for (const GemmKernelEntry* e : entries_for(ab, la, lb))
+            if (is_wgmma(e->config.math) && runs_on_device(*e, dev).ok()) entries.push_back(e);
+          if (entries.empty()) continue;
+          Rng rng(seed++);
+          const Matrix A = random_matrix(storage(ab, sc.m, sc.k, la == Layout::row, sc.pad_a), rng);
+          const Matrix B = random_matrix(storage(ab, sc.k, sc.n, lb == Layout::row, sc.pad_b), rng);
+          const std::vector<double> acc = reference_ab(A, B);
+          for (std::size_t ei = 0; ei < entries.size(); ++ei) {
+            const GemmKernelEntry* e = entries[ei];
+            if (!instance_accepts(*e, A, B, dev).ok()) continue;
+            for (std::size_t li = 0; li < launches.size(); ++li) {
+              OutputCase oc;
+              oc.d_type = kOutTypes[(ei + li + si) % 3];
+              oc.ldd_pad = sc.pad_d;
+              if ((ei + li) % 2 == 1) oc.epilogue = bias_relu;  // the staged epilogue; else the identity store
+              const RunResult r = run_checked(A, B, acc, e->config.math, oc, e->name.data(), rng, nullptr,
+                                              launches[li].opt);
+              ++runs;
+              ++per_instance[e->name];
+              const double tol = tolerance(e->config.math, oc.d_type);
+              if (!r.status.ok() || !r.check.ok(tol)) {
+                std::ostringstream msg;
+                msg << e->name << " with " << launches[li].what << " on " << sc.what << " [" << describe(r.desc)
+                    << "]: " << (r.status.ok() ? r.check.summary() + " tol=" + std::to_string(tol) : r.status.to_string());
+                fails.report(msg.str());
+              }
+            }
+          }
+        }
+  }
+  for (const auto& e : gemm_table().entries())
+    if (is_wgmma(e.config.math) && runs_on_device(e, dev).ok())
+      CHECK_MESSAGE(per_instance[e.name] >= static_cast<int>(launches.size()), e.name << " ran " << per_instance[e.name]
+                                                                                     << " cluster/persistent cases");
+  CHECK(fails.count == 0);
+  MESSAGE(runs << " sm90 cluster/persistent runs, " << fails.count << " failures");
+}
+
 TEST_CASE("the constraint model agrees with the compiler: no spills, registers and shared memory fit") {
   const auto& table = gemm_table().entries();
   REQUIRE_FALSE(table.empty());
