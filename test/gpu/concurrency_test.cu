@@ -7,12 +7,20 @@
 // it): they record what happened, and the main thread checks it.
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <latch>
+#include <mutex>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -318,7 +326,10 @@ TEST_CASE("concurrency GPU: 16 threads x several streams, mixed and shared keys 
   KT_CUDA(cudaSetDevice(original));
 }
 
-TEST_CASE("concurrency GPU: tuning a new key neither waits for another stream's work nor disturbs it") {
+// Runs only as the child process of the next test (KTUNE_TEST_CHILD_NO_WAIT set), so that the module
+// loading mode can be chosen (CUDA_MODULE_LOADING is read when CUDA starts).
+TEST_CASE("concurrency GPU child: tuning a new key does not wait for a busy stream") {
+  if (std::getenv("KTUNE_TEST_CHILD_NO_WAIT") == nullptr) return;
   const Spec warm{"f16 tn warm-up", DType::f16, Compute::f32, Layout::row, Layout::col, 520, 392, 264, DType::f16, {}};
   const Spec fresh{"f16 tn new key", DType::f16, Compute::f32, Layout::row, Layout::col, 328, 200, 136, DType::f16,
                    bias_activation(Activation::relu)};
@@ -360,10 +371,25 @@ TEST_CASE("concurrency GPU: tuning a new key neither waits for another stream's 
   KT_CUDA(cudaDeviceSynchronize());
   *reinterpret_cast<volatile int*>(flag) = 0;
   const auto tunings_before = default_tuner().counters().tunings;
+  // The tuner's log with the time of each line (relative to the spinner's start): where it waited.
+  std::mutex log_mu;
+  std::vector<std::string> timeline;
+  auto spin_start = std::chrono::steady_clock::now();
+  {
+    tuner::TunerOptions o = default_tuner().options();
+    o.log_level = tuner::LogLevel::verbose;
+    o.log_sink = [&](tuner::LogLevel, std::string_view m) {
+      const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - spin_start).count();
+      std::lock_guard lock(log_mu);
+      timeline.push_back(std::to_string(t) + " s: " + std::string(m));
+    };
+    default_tuner().set_options(std::move(o));
+  }
 
   // `busy`: a kernel that spins until the host sets the flag (5 s at most), then, from another thread,
   // a GEMM of the tuned key queued behind it.
   constexpr unsigned long long kTimeoutNs = 5'000'000'000ull;
+  spin_start = std::chrono::steady_clock::now();
   spin_until_flag<<<1, 1, 0, busy>>>(dflag, kTimeoutNs, dresult);
   KT_CUDA(cudaGetLastError());
   std::atomic<bool> behind_done{false};
@@ -389,7 +415,13 @@ TEST_CASE("concurrency GPU: tuning a new key neither waits for another stream's 
   check_outcome(f, "the new key, tuned while the other stream was busy");
   CHECK_MESSAGE(tuned == 1, "the new key was expected to be tuned now (was it tuned before?)");
   // The spinner saw the flag: tuning (and the new key's GEMM) finished while `busy` was still spinning.
-  CHECK_MESSAGE(result == 1, "tuning a new key waited for another stream's kernel (the spinner timed out after 5 s)");
+  std::string lines;
+  {
+    std::lock_guard lock(log_mu);
+    for (const auto& l : timeline) lines += l + "\n";
+  }
+  CHECK_MESSAGE(result == 1, "tuning a new key waited for another stream's kernel (the spinner timed out after 5 s); "
+                             "the tuner's log, in seconds since the spinner started:\n" << lines);
   CHECK_FALSE(behind_finished_early);  // the GEMM queued behind the spinner did wait for it
   check_outcome(behind, "the GEMM queued on the busy stream behind the spinner");
 
@@ -399,4 +431,33 @@ TEST_CASE("concurrency GPU: tuning a new key neither waits for another stream's 
   cudaFreeHost(flag);
   KT_CUDA(cudaStreamDestroy(busy));
   KT_CUDA(cudaStreamDestroy(caller));
+}
+
+// The no-wait test in a child process, with eager module loading: lazily loading a kernel (CUDA's
+// default) may synchronise the context, so the first launch of an instance never used before would wait
+// for the spinning kernel whatever the tuner does. Then again with lazy loading, for information only.
+TEST_CASE("concurrency GPU: tuning a new key neither waits for another stream's work nor disturbs it") {
+  if (std::getenv("KTUNE_TEST_CHILD_NO_WAIT") != nullptr) return;
+  char exe[4096] = {};
+  const ssize_t len = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  REQUIRE(len > 0);
+  const std::string log = (std::filesystem::temp_directory_path() / ("ktune_no_wait_" + std::to_string(::getpid()) + ".log")).string();
+  auto run_child = [&](const char* loading, std::string& output) {
+    const std::string cmd = "KTUNE_TEST_CHILD_NO_WAIT=1 CUDA_MODULE_LOADING=" + std::string(loading) + " '" +
+                            std::string(exe, static_cast<std::size_t>(len)) +
+                            "' -tc='concurrency GPU child*' > '" + log + "' 2>&1";
+    const int status = std::system(cmd.c_str());
+    std::ifstream f(log);
+    std::stringstream text;
+    text << f.rdbuf();
+    output = text.str();
+    std::filesystem::remove(log);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  std::string eager, lazy;
+  const int rc = run_child("EAGER", eager);
+  CHECK_MESSAGE(rc == 0, "child (CUDA_MODULE_LOADING=EAGER) exit " << rc << ":\n" << eager);
+  if (rc == 0) MESSAGE("CUDA_MODULE_LOADING=EAGER: passed\n" << eager);
+  const int rc_lazy = run_child("LAZY", lazy);
+  MESSAGE("for information, CUDA_MODULE_LOADING=LAZY: exit " << rc_lazy << "\n" << lazy);
 }
