@@ -130,3 +130,28 @@ TEST_CASE("conv tma_im2col (host emulation): every box of every tile is the impl
     }
   }
 }
+
+TEST_CASE("conv tma_im2col: the producer's division-free walk gives im2col_box's boxes in any call order") {
+  const Conv2dDesc problems[] = {P(2, 9, 11, 64, 40, 3, 3, 1, 1), P(2, 11, 10, 72, 56, 3, 3, 1, 1, 2, 2),
+                                 P(2, 9, 10, 24, 20, 2, 3, 0, 2, 1, 3, 1, 2), P(2, 7, 7, 200, 13, 1, 1, 0, 0),
+                                 P(1, 5, 5, 130, 32, 7, 7, 3, 3)};
+  auto same = [](const Im2colBox& a, const Im2colBox& b) {
+    return a.c0 == b.c0 && a.w == b.w && a.h == b.h && a.n == b.n && a.tap == b.tap && a.off_w == b.off_w &&
+           a.off_h == b.off_h;
+  };
+  for (const Conv2dDesc& d : problems) {
+    const ConvShape s = conv_shape(d);
+    const ConvTmaGeometry g = conv_tma_geometry(d);
+    int bad = 0;
+    Im2colWalk walk{};
+    // as the producer calls it: every k-tile of every tile in order (a CTA's tiles are far apart)
+    for (std::int64_t m0 = 0; m0 < s.m; m0 += 128 * 3)
+      for (int kt = 0; kt < g.k_tiles; ++kt) bad += !same(walk.box(g, static_cast<int>(m0), kt), im2col_box(g, static_cast<int>(m0), kt));
+    // and out of order: a jump back, a repeat, a new tile in the middle of the k loop
+    const int order[][2] = {{0, 3}, {0, 1}, {0, 1}, {128, 2}, {128, 3}, {0, 0}, {256, 5}, {256, 6}};
+    for (const auto& o : order)
+      if (o[0] < s.m && o[1] < g.k_tiles) bad += !same(walk.box(g, o[0], o[1]), im2col_box(g, o[0], o[1]));
+    INFO("C" << d.c << " R" << d.r << " S" << d.s);
+    CHECK(bad == 0);
+  }
+}

@@ -95,4 +95,47 @@ KTUNE_CONV_HD inline Im2colBox im2col_box(const ConvTmaGeometry& g, int m0, int 
           static_cast<std::uint16_t>(s * g.dil_w), static_cast<std::uint16_t>(r * g.dil_h)};
 }
 
+// The same boxes for the producer thread without integer divisions per k-tile: the walk is positioned
+// (seek: a few divisions) at the first k-tile of each output tile and then steps to the next k-tile
+// (channel block, then filter column, then filter row). box(g, m0, kt) seeks when (m0, kt) is not the
+// walk's next position, so any call order gives im2col_box's answer.
+struct Im2colWalk {
+  int m0 = -1, kt = -1;  // the position box() returns next
+  int w, h, n;           // filter-window corner of pixel m0 and its image
+  int c0, tap, s;        // channel block start, tap r·S+s, filter column
+  int off_w, off_h;      // s·dil_w, r·dil_h
+
+  KTUNE_CONV_HD void seek(const ConvTmaGeometry& g, int m0_, int kt_) {
+    const Im2colBox b = im2col_box(g, m0_, kt_);
+    m0 = m0_;
+    kt = kt_;
+    w = b.w;
+    h = b.h;
+    n = b.n;
+    c0 = b.c0;
+    tap = b.tap;
+    s = tap % g.s;
+    off_w = b.off_w;
+    off_h = b.off_h;
+  }
+
+  KTUNE_CONV_HD Im2colBox box(const ConvTmaGeometry& g, int m0_, int kt_) {
+    if (m0_ != m0 || kt_ != kt) seek(g, m0_, kt_);
+    const Im2colBox b{c0, w, h, n, tap, static_cast<std::uint16_t>(off_w), static_cast<std::uint16_t>(off_h)};
+    ++kt;  // step to the next k-tile
+    c0 += conv_tma_channels;
+    if (c0 >= g.c_blocks * conv_tma_channels) {
+      c0 = 0;
+      ++tap;
+      off_w += g.dil_w;
+      if (++s == g.s) {
+        s = 0;
+        off_w = 0;
+        off_h += g.dil_h;
+      }
+    }
+    return b;
+  }
+};
+
 }  // namespace ktune

@@ -87,18 +87,22 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, i
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar);
 }
 
-// The conv producer for warp_specialized_gemm: k-tile kt = (tap, channel block) of output tile tc.
+// The conv producer for warp_specialized_gemm: k-tile kt = (tap, channel block) of output tile tc. The
+// one producer thread walks the k-tiles of a tile in order: Im2colWalk steps to the next box without
+// the integer divisions of im2col_box (a few per tile instead of per k-tile: the small tiles' k-tiles
+// take only a few hundred cycles of wgmma).
 template <GemmConfig C>
 struct ConvIm2colProducer {
   const CUtensorMap* x;  // im2col map over x (NHWC)
   const CUtensorMap* w;  // tiled map {C, R·S, K} over the filters
   ConvTmaGeometry g;
+  mutable Im2colWalk walk{};
   __device__ __forceinline__ void prefetch() const {
     prefetch_tensor_map(x);
     prefetch_tensor_map(w);
   }
   __device__ __forceinline__ void load(char* stage, std::uint64_t* bar, TileCoord tc, int kt, unsigned, unsigned) const {
-    const Im2colBox b = im2col_box(g, tc.m * C.tile.m, kt);
+    const Im2colBox b = walk.box(g, tc.m * C.tile.m, kt);
     tma_load_im2col_4d(stage, x, b.c0, b.w, b.h, b.n, b.off_w, b.off_h, bar);
     tma_load_3d(stage + WgmmaMainloop<C>::a_bytes, w, b.c0, b.tap, tc.n * C.tile.n, bar);
   }
