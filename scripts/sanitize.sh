@@ -132,7 +132,7 @@ for t in "${tool_list[@]}"; do
   log "$t"
   start=$(date +%s)
   # shellcheck disable=SC2086
-  timeout "$timeout_s" "$cs" --tool "$t" ${tool_opts[$t]} --print-limit 200 --error-exitcode 99 \
+  timeout -k 2 "$timeout_s" "$cs" --tool "$t" ${tool_opts[$t]} --print-limit 200 --error-exitcode 99 \
     "$driver" "${driver_args[@]}" >"$out/$t.log" 2>&1
   rc=$?
   done_n=$(grep -c '^== END ' "$out/$t.log")
