@@ -2,7 +2,7 @@
 // library's default table): the Hopper kernel with schedule options that kernel/sm90/kernel.cuh reads
 // from the instance type (schedule_of / uses_tf32_tensor_map), registered under their own names.
 //   _pp_      ping-pong consumers: two consumer warpgroups take turns on whole tiles
-//   _tmast_   identity epilogue through TMA stores of 16x64 boxes (16-bit D)
+//   _tmast_   identity epilogue through TMA stores of 16-row x 128-byte boxes
 //   _tf32map_ tf32 operands through a TFLOAT32 tensor map instead of FLOAT32
 #pragma once
 #include <string_view>

@@ -37,8 +37,9 @@ namespace ktune::kernel::sm90 {
 //   pingpong (CfgT::pingpong, one warpgroup tile per block tile): two consumer warpgroups take turns on
 //     whole tiles, so one's epilogue runs under the other's mainloop; cooperative: the config's
 //     consumer warpgroups split every tile.
-//   tma_store (CfgT::tma_store): D = A·B with a 16-bit D leaves through TMA stores of 16×64 boxes from
-//     two 2 KB swizzled buffers per consumer warp (other epilogues and types keep the staged stores).
+//   tma_store (CfgT::tma_store): D = A·B (identity epilogue, 16-byte aligned rows of D) leaves through
+//     TMA stores of 16-row × 128-byte boxes from two 2 KB swizzled buffers per consumer warp (other
+//     epilogues keep the staged stores).
 // Each consumer warp has its own epilogue staging either way.
 struct Sm90Schedule {
   bool pingpong = false;
@@ -58,7 +59,7 @@ constexpr bool uses_tf32_tensor_map() {
   if constexpr (requires { CfgT::tma_tf32; }) return CfgT::tma_tf32;
   else return false;
 }
-inline constexpr int sm90_tma_store_box_rows = 16, sm90_tma_store_box_bytes = 16 * 128;  // 16 rows × 64 16-bit
+inline constexpr int sm90_tma_store_box_rows = 16, sm90_tma_store_box_bytes = 16 * 128;  // 16 rows × 128 bytes
 constexpr int sm90_consumer_warpgroups(const GemmConfig& c, Sm90Schedule s) {
   return s.pingpong ? 2 : c.consumer_warpgroups();
 }
@@ -145,39 +146,40 @@ __device__ __forceinline__ void store_accumulators(const GemmParams<typename Epi
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// Identity epilogue through TMA stores (16-bit D): per m64 block and 64 columns, the warp writes its
-// 16 rows as packed pairs (Pair2 = __half2 / __nv_bfloat162) into one of its two 2 KB buffers in the
-// TMA's 128-byte swizzle (16-byte chunk j of row r at chunk j ^ (r % 8): the 32 lanes hit 32 banks),
-// then lane 0 stores the box. A buffer is rewritten only once the store issued from it two boxes
-// earlier has read it (bulk wait_group.read 1), also across tiles; the caller waits for all at exit.
-template <class ML, class Pair2>
+// Identity epilogue through TMA stores: per m64 block and 128 bytes of a row (64 16-bit or 32 fp32
+// columns), the warp writes its 16 rows as packed pairs (float2 / __half2 / __nv_bfloat162) into one
+// of its two 2 KB buffers in the TMA's 128-byte swizzle (16-byte chunk c of row r at c ^ (r % 8):
+// conflict-free), then lane 0 stores the 16-row box. A buffer is rewritten only once the store issued
+// from it two boxes earlier has read it (bulk wait_group.read 1), also across tiles; the caller waits
+// for all of them before the CTA exits.
+template <class ML, class TOut>
 __device__ __forceinline__ void store_accumulators_tma(const CUtensorMap* map, typename ML::Accumulators& acc,
                                                        char* buffers, int row0, int col0, int m, int n) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  constexpr int halves = ML::WN / 64;
+  constexpr int box_cols = 128 / int(sizeof(TOut)), boxes = ML::WN / box_cols, blocks = box_cols / 8;
+  auto pack = [](float x, float y) {
+    if constexpr (std::is_same_v<TOut, float>) return make_float2(x, y);
+    else if constexpr (std::is_same_v<TOut, __half>) return __floats2half2_rn(x, y);
+    else return __floats2bfloat162_rn(x, y);
+  };
 #pragma unroll
   for (int mi = 0; mi < ML::MI; ++mi)
 #pragma unroll
-    for (int h = 0; h < halves; ++h) {
-      const int rb = row0 + 64 * mi, cb = col0 + 64 * h;
+    for (int b = 0; b < boxes; ++b) {
+      const int rb = row0 + 64 * mi, cb = col0 + box_cols * b;
       if (rb >= m || cb >= n) continue;  // warp-uniform: the box lies outside D
-      char* buf = buffers + ((mi * halves + h) & 1) * sm90_tma_store_box_bytes;
+      char* buf = buffers + ((mi * boxes + b) & 1) * sm90_tma_store_box_bytes;
       if (lane == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<1>{});
       __syncwarp();
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int jj = 8 * h + j;  // accumulator column block (8 columns)
-        Pair2 lo, hi;
-        if constexpr (std::is_same_v<Pair2, __half2>) {
-          lo = __floats2half2_rn(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
-          hi = __floats2half2_rn(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
-        } else {
-          lo = __floats2bfloat162_rn(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
-          hi = __floats2bfloat162_rn(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
-        }
-        const int chunk = ((j ^ g) << 4) + 4 * t;  // rows g and g + 8 have the same swizzle phase
-        *reinterpret_cast<Pair2*>(buf + g * 128 + chunk) = lo;
-        *reinterpret_cast<Pair2*>(buf + (g + 8) * 128 + chunk) = hi;
+      for (int j = 0; j < blocks; ++j) {
+        const int jj = blocks * b + j;  // accumulator column block (8 columns)
+        const int byte = (8 * j + 2 * t) * int(sizeof(TOut));
+        const int at = (((byte >> 4) ^ g) << 4) + (byte & 15);  // rows g and g + 8 have the same swizzle phase
+        auto lo = pack(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
+        auto hi = pack(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
+        *reinterpret_cast<decltype(lo)*>(buf + g * 128 + at) = lo;
+        *reinterpret_cast<decltype(hi)*>(buf + (g + 8) * 128 + at) = hi;
       }
       cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy writes → the TMA (async proxy)
       __syncwarp();
@@ -223,7 +225,8 @@ __device__ __forceinline__ void consumer_order_signal(int other_consumer) {
 // in all, completing on `bar`.
 // Sch (Sm90Schedule): ping-pong consumers (C has one consumer warpgroup tile, warp = tile) take turns on
 // whole tiles (even and odd tiles of this CTA's walk) instead of splitting each tile (cooperative);
-// tma_d (only with Sch.tma_store): D's tensor map (16×64 boxes, 128-byte swizzle) for identity epilogues.
+// tma_d (only with Sch.tma_store): D's tensor map (16-row × 128-byte boxes, 128-byte swizzle) for
+// identity epilogues.
 template <GemmConfig C, class Epi, class Producer, Sm90Schedule Sch = Sm90Schedule{}>
 __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, const GemmParams<typename Epi::Params>& p,
                                                       const int k_tiles, const CUtensorMap* tma_d = nullptr) {
@@ -321,10 +324,12 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       const int col0 = tc.n * C.tile.n + ML::wg_col0(sub);
       if constexpr (Sch.tma_store) {
         if (tma_store) {
-          if (p.d_type == DType::bf16)
-            store_accumulators_tma<ML, __nv_bfloat162>(tma_d, acc, reinterpret_cast<char*>(stage_warp), row0, col0, p.m, p.n);
-          else
-            store_accumulators_tma<ML, __half2>(tma_d, acc, reinterpret_cast<char*>(stage_warp), row0, col0, p.m, p.n);
+          char* buffers = reinterpret_cast<char*>(stage_warp);
+          switch (p.d_type) {
+            case DType::f32: store_accumulators_tma<ML, float>(tma_d, acc, buffers, row0, col0, p.m, p.n); break;
+            case DType::f16: store_accumulators_tma<ML, __half>(tma_d, acc, buffers, row0, col0, p.m, p.n); break;
+            case DType::bf16: store_accumulators_tma<ML, __nv_bfloat16>(tma_d, acc, buffers, row0, col0, p.m, p.n); break;
+          }
           continue;
         }
       }
@@ -454,15 +459,16 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
     KTUNE_RETURN_IF_ERROR(make_tensor_map(tb, t, ops.b, d.n, d.k, d.ldb, ML::mn_box_inner, ML::b_box_outer(mc)));
 
   const GemmParams<typename Epi::Params> p = make_gemm_params(d, ops, opt, ep);
-  // TMA-store epilogue (schedule option): D = A·B into a 16-bit D with 16-byte aligned rows.
+  // TMA-store epilogue (schedule option): D = A·B into a D with 16-byte aligned rows.
   CUtensorMap td{};
   bool d_by_tma = false;
   if constexpr (schedule_of<CfgT>().tma_store && std::is_same_v<Epi, epilogue::Builtin>) {
     const EpilogueSpec& e = d.epilogue;
     const bool identity = e.alpha == 1.0f && e.beta == 0.0f && !e.bias && !e.residual &&
                           e.activation == Activation::none && !e.clamp;
-    if (identity && size_of(d.d_type) == 2 && reinterpret_cast<std::uintptr_t>(ops.d) % 16 == 0 && d.ldd % 8 == 0)
-      d_by_tma = make_tensor_map(td, d.d_type, ops.d, d.n, d.m, d.ldd, 64, sm90_tma_store_box_rows).ok();
+    const int es = size_of(d.d_type);
+    if (identity && reinterpret_cast<std::uintptr_t>(ops.d) % 16 == 0 && (d.ldd * es) % 16 == 0)
+      d_by_tma = make_tensor_map(td, d.d_type, ops.d, d.n, d.m, d.ldd, 128 / es, sm90_tma_store_box_rows).ok();
   }
 
   const std::int64_t sms = dev.sm_count > 0 ? dev.sm_count : 1;
