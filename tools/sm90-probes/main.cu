@@ -7,8 +7,8 @@
 //
 // Every instance whose name contains one of the filters (default: every sm90 instance of the precision)
 // runs once on NaN-poisoned D and is compared with cuBLASLt's output and with a float64-accumulating
-// reference GEMM, then timed. --small: 264x392x200, one checked launch per instance, no timing (for
-// compute-sanitizer; the tile walk wraps the shared-memory ring and visits partial tiles).
+// reference GEMM, then timed. --small: 264x392x200, one checked launch per instance on 2 CTAs, no
+// timing (for compute-sanitizer: each CTA walks several tiles, partial ones included, the ring wraps).
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -90,7 +90,10 @@ Status run(const Args& a, int& failures) {
     const Status can = can_implement(e, d, alignment_of(d, o0), &dev);
     if (!can.ok()) continue;
     KTUNE_RETURN_IF_ERROR(data.poison(0, s));
-    const Status launched = e.launch(d, o0, GemmLaunchOptions{}, s);
+    // --small: two CTAs walk all tiles (ping-pong consumers alternate, the ring wraps across tiles).
+    GemmLaunchOptions lo;
+    if (a.small) lo.max_ctas = 2;
+    const Status launched = e.launch(d, o0, lo, s);
     const cudaError_t synced = cudaStreamSynchronize(s);
     ErrorStats err, err64;
     if (launched.ok() && synced == cudaSuccess) {
