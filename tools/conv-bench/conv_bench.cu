@@ -169,6 +169,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // line by line: a run cut short by a timeout keeps what it printed
   FILE* csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
   if (csv) std::fprintf(csv, "layer,instance,route,picked,us,tflops,rel_err_vs_cudnn,cudnn_fused_us,cudnn_unfused_us\n");
   cudaStream_t s;
@@ -377,6 +378,7 @@ int main(int argc, char** argv) {
       }
       ++nl;
     }
+    if (csv) std::fflush(csv);
     CK(cudaFree(x));
     CK(cudaFree(w));
     CK(cudaFree(y));
