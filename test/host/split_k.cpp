@@ -145,3 +145,28 @@ TEST_CASE("split_k_variants: {1} for big problems, a few splits for few tiles an
   CHECK(dec[1].split_k > 1);
   for (const auto& o : dec) CHECK(o.split_k <= 128 / 2);  // at least two k-tiles per slice
 }
+
+TEST_CASE("registered instances: split-K exactly on the sm80 mma.sync ones, workspace sizes as the layout says") {
+  const DeviceInfo dev = h200();
+  for (const GemmKernelEntry& e : gemm_table().entries()) {
+    if (is_route(e)) continue;  // a route's workspace holds operand copies
+    CAPTURE(e.name);
+    CHECK((e.workspace_size != nullptr) == supports_split_k(e.config));
+    if (e.workspace_size == nullptr) continue;
+    GemmDesc d = problem(16, 4096, 4096);
+    d.ab_type = e.config.operand();
+    d.a_layout = e.config.a_layout;
+    d.b_layout = e.config.b_layout;
+    d = resolved(d);
+    GemmOptions opt;
+    opt.instance = e.name.data();
+    CHECK(gemm_workspace_size(d, opt) == 0);  // no split, no workspace
+    for (int s : {2, 8, max_split_k})
+      for (SplitKMode mode : {SplitKMode::serial, SplitKMode::parallel}) {
+        opt.launch.split_k = s;
+        opt.launch.split_mode = mode;
+        CHECK(gemm_workspace_size(d, opt) == split_k_layout(e.config, d, opt.launch).total_bytes);
+      }
+    for (const GemmLaunchOptions& o : split_k_variants(e, d, dev)) CHECK(check_launch_options(e, o).ok());
+  }
+}
