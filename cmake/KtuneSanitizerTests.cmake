@@ -1,20 +1,24 @@
 # cmake/KtuneSanitizerTests.cmake — host tests under sanitizers (included by the top-level CMakeLists.txt
 # when tests are built and doctest is found; not installed).
 #
-#   ktune_host_tests_asan   the host tests that need no compiled kernel instance (validation, resource
-#                           model, tuner logic/cache/json/key/backend/concurrency, conv validation), built
-#                           with -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
-#                           and libstdc++ assertions
+#   ktune_host_tests_asan   every host test (test/host/*.cpp), built with -fsanitize=address,undefined,
+#                           float-cast-overflow -fno-sanitize-recover=all and libstdc++ assertions, linked
+#                           with the default kernel instances as they are (the objects of ktune_instances,
+#                           not rebuilt: nvcc's host code is not instrumented, the tests' code and every
+#                           inline ktune header they use are), so the tests of the dispatch table (dispatch,
+#                           families, conv_dispatch, split_k, routes, ktune-profile's models) run too.
+#                           KTUNE_SANITIZE_TABLE_TESTS=OFF: only the tests that need no instance (measured on
+#                           the 2-core machine: the table-dependent TUs take 175 s of CPU time with ASan, 10
+#                           TUs of 4-27 s; all 24 host-test TUs 516 s; the run takes ~10 s)
 #   ktune_host_tests_tsan   the tuner's concurrency and concurrent-cache-writer tests, -fsanitize=thread
 #   ktune_fuzz_<t>_replay   each libFuzzer target of test/fuzz/ (built with this compiler and ASan+UBSan)
 #                           run once over its committed corpus, test/fuzz/corpus/<t>/
 #
-# The kernel instances are not rebuilt with sanitizers: tests that need the dispatch table filled by
-# src/instances/ (dispatch.cpp, families.cpp, conv_dispatch.cpp) stay in ktune_host_tests only.
 # All are ctest tests with label `sanitize`; any sanitizer report fails the test (halt_on_error).
 # KTUNE_SANITIZER_TESTS=OFF leaves them out.
 
 option(KTUNE_SANITIZER_TESTS "Build the host tests again with ASan+UBSan and TSan (ctest label: sanitize)" ON)
+option(KTUNE_SANITIZE_TABLE_TESTS "ASan+UBSan also for the host tests that read the instance table (links the instances)" ON)
 
 if(KTUNE_SANITIZER_TESTS AND NOT CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   message(STATUS "ktune: sanitizer tests need GCC or Clang as the C++ compiler; not built")
@@ -23,7 +27,16 @@ elseif(KTUNE_SANITIZER_TESTS)
   # Host-only test files: none of them reads gemm_table()/conv_table() contents.
   set(_san_asan_names main.cpp validation.cpp validation_limits_test.cpp resource_model.cpp tuner_json_test.cpp tuner_key_test.cpp
       tuner_cache_test.cpp tuner_logic_test.cpp tuner_backend_test.cpp tuner_concurrency_test.cpp tuner_tactics_test.cpp
-      conv_validation.cpp)
+      conv_validation.cpp validation_config_test.cpp)
+  if(KTUNE_SANITIZE_TABLE_TESTS AND TARGET ktune_instances)
+    # Every host test, the table-dependent ones included.
+    file(GLOB _san_all CONFIGURE_DEPENDS "${_san_dir}/*.cpp")
+    set(_san_asan_names "")
+    foreach(_f IN LISTS _san_all)
+      get_filename_component(_n "${_f}" NAME)
+      list(APPEND _san_asan_names "${_n}")
+    endforeach()
+  endif()
   set(_san_tsan_names main.cpp tuner_concurrency_test.cpp tuner_cache_test.cpp)
   foreach(_kind asan tsan)
     set(_san_${_kind}_sources "")
@@ -56,6 +69,10 @@ elseif(KTUNE_SANITIZER_TESTS)
     add_executable(ktune_host_tests_asan ${_san_asan_sources})
     target_link_libraries(ktune_host_tests_asan PRIVATE doctest::doctest)
     ktune_sanitized_target(ktune_host_tests_asan ASAN)
+    if(KTUNE_SANITIZE_TABLE_TESTS AND TARGET ktune_instances)
+      # The instance objects, and what ktune_host_tests gets besides (tools/ includes, cuBLASLt/cuDNN flags).
+      ktune_link_internal(ktune_host_tests_asan)
+    endif()
     add_test(NAME ktune_host_tests_asan COMMAND ktune_host_tests_asan)
     set_tests_properties(ktune_host_tests_asan PROPERTIES LABELS sanitize ENVIRONMENT "${KTUNE_ASAN_ENV}")
   endif()
