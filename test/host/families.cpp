@@ -40,7 +40,7 @@ struct Expected {
   std::size_t size, valid;
 };
 constexpr Expected kExpected[] = {
-    {"sm80_mma_f16", 16, 16},           // 2 maths × 4 layouts × 2 tiles
+    {"sm80_mma_f16", 32, 20},           // 2 maths × 4 layouts × 2 tiles × 2 warps: 128x256 with 32x64 warps and 'nt' with 64x64 pruned
     {"sm80_mma_f16_small", 16, 16},     // 2 × 4 × 2 tiles
     {"sm80_mma_f16_small_m", 12, 12},   // 2 maths × 2 B layouts × 3 tiles (A row-major only)
     {"sm80_mma_f16_unaligned", 32, 16}, // 2 × 4 × 2 warps × 2 aligns: 64x64 warps exceed 255 registers
@@ -186,8 +186,8 @@ TEST_CASE("families: known pruned configurations and their reasons") {
 TEST_CASE("families: enumeration order is maths, layouts, tiles, warps, stages, aligns") {
   constexpr auto all = enumerate_family<fam::Sm80MmaF16>();
   CHECK(instance_name(all[0].config).view() == "ktune_gemm_sm80_f16_tt_128x256x32_w64x64_s4_a8");
-  CHECK(instance_name(all[1].config).view() == "ktune_gemm_sm80_f16_tt_128x128x32_w64x64_s4_a8");
-  CHECK(instance_name(all[2].config).view() == "ktune_gemm_sm80_f16_tn_128x256x32_w64x64_s4_a8");
+  CHECK(instance_name(all[1].config).view() == "ktune_gemm_sm80_f16_tt_128x256x32_w32x64_s4_a8");
+  CHECK(instance_name(all[2].config).view() == "ktune_gemm_sm80_f16_tt_128x128x32_w64x64_s4_a8");
   // The last point: last math, last layouts, last tile, last warp.
   const auto& last = all[all.size() - 1].config;
   CHECK(last.math == fam::Sm80MmaF16::maths[extent_of(fam::Sm80MmaF16::maths) - 1]);
