@@ -27,10 +27,21 @@ namespace ktune {
 namespace detail {
 // Device memory for use on `stream`: stream-ordered (cudaMallocAsync), so growing a slot never waits
 // for, or synchronizes with, work on other streams; plain cudaMalloc where memory pools are missing.
-inline cudaError_t alloc_for_stream(void** p, std::size_t bytes, cudaStream_t stream) {
+// `*stream_ordered` (optional) says which it was: free_for_stream needs to know.
+inline cudaError_t alloc_for_stream(void** p, std::size_t bytes, cudaStream_t stream, bool* stream_ordered = nullptr) {
+  if (stream_ordered) *stream_ordered = true;
   if (cudaMallocAsync(p, bytes, stream) == cudaSuccess) return cudaSuccess;
   (void)cudaGetLastError();
+  if (stream_ordered) *stream_ordered = false;
   return cudaMalloc(p, bytes);
+}
+
+// Free `p` from alloc_for_stream once `stream` reaches this point: stream-ordered (no device-wide
+// synchronization) when it was allocated so; otherwise cudaFree, which synchronizes the device (only
+// where memory pools are missing, and there cudaMalloc does as well).
+inline cudaError_t free_for_stream(void* p, cudaStream_t stream, bool stream_ordered) {
+  if (p == nullptr) return cudaSuccess;
+  return stream_ordered ? cudaFreeAsync(p, stream) : cudaFree(p);
 }
 }  // namespace detail
 
@@ -124,7 +135,8 @@ class SplitKCounterPool {
     const std::int64_t want = count > min_count ? count : min_count;
     int* p = nullptr;
     void* raw = nullptr;
-    if (detail::alloc_for_stream(&raw, static_cast<std::size_t>(want) * sizeof(int), stream) != cudaSuccess) {
+    bool ordered = false;
+    if (detail::alloc_for_stream(&raw, static_cast<std::size_t>(want) * sizeof(int), stream, &ordered) != cudaSuccess) {
       (void)cudaGetLastError();
       return nullptr;
     }
@@ -132,7 +144,8 @@ class SplitKCounterPool {
     // Zeroed in stream order: every kernel later queued on `stream` sees zeros.
     if (cudaMemsetAsync(p, 0, static_cast<std::size_t>(want) * sizeof(int), stream) != cudaSuccess) {
       (void)cudaGetLastError();
-      (void)cudaFree(p);
+      (void)detail::free_for_stream(p, stream, ordered);
+      (void)cudaGetLastError();
       return nullptr;
     }
     if (s.ptr != nullptr) retired_.push_back(s.ptr);  // work already queued may still use it

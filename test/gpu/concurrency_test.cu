@@ -198,20 +198,9 @@ Prepared prepare(const Spec& s, std::uint64_t seed, cudaStream_t stream, std::ve
   return p;
 }
 
-// ktune::gemm on `stream` (the tuned path: tunes the key on first use, then a lookup), then the result
-// against a float64 reference.
-Outcome execute(const Prepared& p, cudaStream_t stream) {
-  Outcome out = p.out;
-  if (!out.cuda_error.empty()) return out;
+// D against a float64 reference of p's problem (img: the whole D buffer, guard bands included).
+Check check_result(const Prepared& p, const std::vector<unsigned char>& img) {
   const Spec& s = p.s;
-  (void)(out.status = gemm(p.d, p.ops, stream));
-  out.ran = true;
-  std::vector<unsigned char> img(p.D.image.size());
-  if (out.status.ok())
-    out.cuda_error = cuda_err(cudaMemcpyAsync(img.data(), p.D.dev, img.size(), cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync D2H");
-  if (const std::string e = cuda_err(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); out.cuda_error.empty())
-    out.cuda_error = e;
-  if (!out.status.ok() || !out.cuda_error.empty()) return out;
   std::vector<double> acc(static_cast<std::size_t>(s.m * s.n), 0.0);
   for (std::int64_t i = 0; i < s.m; ++i)
     for (std::int64_t k = 0; k < s.k; ++k) {
@@ -221,7 +210,23 @@ Outcome execute(const Prepared& p, cudaStream_t stream) {
     }
   const std::vector<double> ref = reference_epilogue(acc, s.m, s.n, s.ep, p.C.dev ? &p.C.vals : nullptr,
                                                      p.bias.dev ? &p.bias.vals : nullptr, p.R.dev ? &p.R.vals : nullptr);
-  out.check = check_image(p.D.st, img, ref);
+  return check_image(p.D.st, img, ref);
+}
+
+// ktune::gemm on `stream` (the tuned path: tunes the key on first use, then a lookup), then the result
+// against a float64 reference.
+Outcome execute(const Prepared& p, cudaStream_t stream) {
+  Outcome out = p.out;
+  if (!out.cuda_error.empty()) return out;
+  (void)(out.status = gemm(p.d, p.ops, stream));
+  out.ran = true;
+  std::vector<unsigned char> img(p.D.image.size());
+  if (out.status.ok())
+    out.cuda_error = cuda_err(cudaMemcpyAsync(img.data(), p.D.dev, img.size(), cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync D2H");
+  if (const std::string e = cuda_err(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); out.cuda_error.empty())
+    out.cuda_error = e;
+  if (!out.status.ok() || !out.cuda_error.empty()) return out;
+  out.check = check_result(p, img);
   return out;
 }
 
@@ -358,9 +363,22 @@ TEST_CASE("concurrency GPU child: tuning a new key does not wait for a busy stre
   const Outcome w2 = run_one(warm, 12, caller, keep);
   check_outcome(w2, "warm-up on the caller's stream");
 
-  // Everything the window below needs is allocated and uploaded first.
+  // Everything the window below needs is allocated and uploaded first. Results come back into pinned
+  // host memory: a copy into pageable memory goes through the driver's staging buffers, and a staged
+  // copy that waits behind the spinner on one thread can hold up another thread's staged copy ("any
+  // CUDA API call may block ... for contention for internal resources"). What is tested here are
+  // ktune's calls, not the driver's pageable copies.
   const Prepared behind_p = prepare(warm, 13, busy, keep);
   const Prepared fresh_p = prepare(fresh, 14, caller, keep);
+  REQUIRE_MESSAGE(behind_p.out.cuda_error.empty(), behind_p.out.cuda_error);
+  REQUIRE_MESSAGE(fresh_p.out.cuda_error.empty(), fresh_p.out.cuda_error);
+  unsigned char* behind_img = nullptr;
+  unsigned char* fresh_img = nullptr;
+  KT_CUDA(cudaMallocHost(reinterpret_cast<void**>(&behind_img), behind_p.D.image.size()));
+  KT_CUDA(cudaMallocHost(reinterpret_cast<void**>(&fresh_img), fresh_p.D.image.size()));
+  cudaEvent_t gemm_done = nullptr, copy_done = nullptr;
+  KT_CUDA(cudaEventCreateWithFlags(&gemm_done, cudaEventDisableTiming));
+  KT_CUDA(cudaEventCreateWithFlags(&copy_done, cudaEventDisableTiming));
   int* flag = nullptr;
   int* dflag = nullptr;
   int* dresult = nullptr;
@@ -371,64 +389,120 @@ TEST_CASE("concurrency GPU child: tuning a new key does not wait for a busy stre
   KT_CUDA(cudaDeviceSynchronize());
   *reinterpret_cast<volatile int*>(flag) = 0;
   const auto tunings_before = default_tuner().counters().tunings;
-  // The tuner's log with the time of each line (relative to the spinner's start): where it waited.
+  // The tuner's log and the test's own steps with the time of each line (seconds since the spinner
+  // started): where it waited.
   std::mutex log_mu;
   std::vector<std::string> timeline;
   auto spin_start = std::chrono::steady_clock::now();
+  auto since_spin = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - spin_start).count(); };
+  auto note = [&](const std::string& m) {
+    const double t = since_spin();
+    std::lock_guard lock(log_mu);
+    timeline.push_back(std::to_string(t) + " s: " + m);
+    return t;
+  };
+  const tuner::TunerOptions saved_options = default_tuner().options();
   {
-    tuner::TunerOptions o = default_tuner().options();
+    tuner::TunerOptions o = saved_options;
     o.log_level = tuner::LogLevel::verbose;
-    o.log_sink = [&](tuner::LogLevel, std::string_view m) {
-      const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - spin_start).count();
-      std::lock_guard lock(log_mu);
-      timeline.push_back(std::to_string(t) + " s: " + std::string(m));
-    };
+    o.log_sink = [&](tuner::LogLevel, std::string_view m) { note(std::string(m)); };
     default_tuner().set_options(std::move(o));
   }
 
   // `busy`: a kernel that spins until the host sets the flag (5 s at most), then, from another thread,
   // a GEMM of the tuned key queued behind it.
   constexpr unsigned long long kTimeoutNs = 5'000'000'000ull;
+  constexpr double kDeadline = 3.0;  // s after the spinner's start: the new key must be done by then
   spin_start = std::chrono::steady_clock::now();
   spin_until_flag<<<1, 1, 0, busy>>>(dflag, kTimeoutNs, dresult);
   KT_CUDA(cudaGetLastError());
   std::atomic<bool> behind_done{false};
-  Outcome behind;
+  Outcome behind = behind_p.out;
   std::thread other([&] {
-    behind = execute(behind_p, busy);  // waits for the spinner; its result must still be right
+    (void)(behind.status = gemm(behind_p.d, behind_p.ops, busy));  // queued behind the spinner
+    behind.ran = true;
+    if (behind.status.ok())
+      behind.cuda_error = cuda_err(cudaMemcpyAsync(behind_img, behind_p.D.dev, behind_p.D.image.size(),
+                                                   cudaMemcpyDeviceToHost, busy),
+                                   "cudaMemcpyAsync D2H (busy)");
+    if (const std::string e = cuda_err(cudaStreamSynchronize(busy), "cudaStreamSynchronize(busy)"); behind.cuda_error.empty())
+      behind.cuda_error = e;
     behind_done = true;
   });
   // Let the other thread queue its GEMM behind the spinner, then tune a new key on `caller`.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  const auto t0 = std::chrono::steady_clock::now();
-  const Outcome f = execute(fresh_p, caller);
-  const double tune_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  Outcome f = fresh_p.out;
+  const double t_call = note("test: ktune::gemm(new key) on the caller's stream");
+  (void)(f.status = gemm(fresh_p.d, fresh_p.ops, caller));
+  f.ran = true;
+  const double t_return = note("test: ktune::gemm returned " + f.status.to_string());
+  if (f.status.ok()) {
+    f.cuda_error = cuda_err(cudaEventRecord(gemm_done, caller), "cudaEventRecord");
+    if (f.cuda_error.empty())
+      f.cuda_error = cuda_err(cudaMemcpyAsync(fresh_img, fresh_p.D.dev, fresh_p.D.image.size(), cudaMemcpyDeviceToHost, caller),
+                              "cudaMemcpyAsync D2H (caller, pinned)");
+    if (f.cuda_error.empty()) f.cuda_error = cuda_err(cudaEventRecord(copy_done, caller), "cudaEventRecord");
+  }
+  const double t_enqueued = note("test: event, copy of D, event enqueued on the caller's stream");
+  // Poll (no blocking call) until both events completed or the deadline passed; -1: not completed.
+  double t_gemm_done = -1, t_copy_done = -1;
+  if (f.status.ok() && f.cuda_error.empty())
+    for (;;) {
+      if (t_gemm_done < 0 && cudaEventQuery(gemm_done) == cudaSuccess) t_gemm_done = note("test: the new key's GEMM completed on the GPU");
+      if (t_copy_done < 0 && cudaEventQuery(copy_done) == cudaSuccess) t_copy_done = note("test: the copy of D completed");
+      if ((t_gemm_done >= 0 && t_copy_done >= 0) || since_spin() > kDeadline) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  (void)cudaGetLastError();  // cudaErrorNotReady from the polls
   const bool behind_finished_early = behind_done.load();
+  note("test: releasing the spinner");
   *reinterpret_cast<volatile int*>(flag) = 1;  // release the spinner
   other.join();
+  KT_CUDA(cudaStreamSynchronize(caller));
   KT_CUDA(cudaStreamSynchronize(busy));
   int result = -1;
   KT_CUDA(cudaMemcpy(&result, dresult, sizeof(int), cudaMemcpyDeviceToHost));
   const auto tuned = default_tuner().counters().tunings - tunings_before;
-  MESSAGE("new key tuned in " << tune_s << " s while the other stream was busy; tunings: " << tuned);
+  default_tuner().set_options(saved_options);  // the sink refers to this test's locals
 
-  check_outcome(f, "the new key, tuned while the other stream was busy");
-  CHECK_MESSAGE(tuned == 1, "the new key was expected to be tuned now (was it tuned before?)");
-  // The spinner saw the flag: tuning (and the new key's GEMM) finished while `busy` was still spinning.
+  // Which step waited, in words.
+  auto secs = [](double t) { return std::to_string(t) + " s"; };
+  std::string steps = "ktune::gemm() (tuning + launch) returned after " + secs(t_return - t_call) + " on the host";
+  if (t_return > kDeadline) steps += " [WAITED: a call inside ktune::gemm() blocked the host until the spinner ended]";
+  steps += "; event/copy enqueue took " + secs(t_enqueued - t_return);
+  if (t_gemm_done >= 0) steps += "; the GEMM completed on the GPU " + secs(t_gemm_done - t_return) + " after the call returned";
+  else steps += "; the GEMM had NOT completed on the GPU " + secs(kDeadline) + " after the spinner started [WAITED: device-side "
+                "dependency of the caller's stream on the busy stream, e.g. work on the legacy default stream]";
+  if (t_copy_done >= 0) steps += "; the copy of D completed " + secs(t_copy_done - t_return) + " after the call returned";
+  else steps += "; the pinned copy of D had not completed by the deadline";
   std::string lines;
   {
     std::lock_guard lock(log_mu);
     for (const auto& l : timeline) lines += l + "\n";
   }
-  CHECK_MESSAGE(result == 1, "tuning a new key waited for another stream's kernel (the spinner timed out after 5 s); "
-                             "the tuner's log, in seconds since the spinner started:\n" << lines);
+  MESSAGE("new key tuned while the other stream was busy; tunings: " << tuned << "; " << steps);
+
+  if (f.status.ok() && f.cuda_error.empty()) f.check = check_result(fresh_p, std::vector<unsigned char>(fresh_img, fresh_img + fresh_p.D.image.size()));
+  check_outcome(f, "the new key, tuned while the other stream was busy");
+  CHECK_MESSAGE(tuned == 1, "the new key was expected to be tuned now (was it tuned before?)");
+  // Tuning and the new key's GEMM finished while `busy` was still spinning, and the spinner saw the flag.
+  const bool no_wait = t_return <= kDeadline && t_gemm_done >= 0 && t_copy_done >= 0;
+  CHECK_MESSAGE(no_wait, "tuning a new key waited for another stream's kernel: " << steps
+                             << "\nthe tuner's log and the test's steps, in seconds since the spinner started:\n" << lines);
+  CHECK_MESSAGE(result == 1, "the spinner timed out (5 s) instead of seeing the flag: " << steps << "\n" << lines);
   CHECK_FALSE(behind_finished_early);  // the GEMM queued behind the spinner did wait for it
+  if (behind.status.ok() && behind.cuda_error.empty())
+    behind.check = check_result(behind_p, std::vector<unsigned char>(behind_img, behind_img + behind_p.D.image.size()));
   check_outcome(behind, "the GEMM queued on the busy stream behind the spinner");
 
   KT_CUDA(cudaDeviceSynchronize());
   for (void* p : keep) cudaFree(p);
   cudaFree(dresult);
   cudaFreeHost(flag);
+  cudaFreeHost(behind_img);
+  cudaFreeHost(fresh_img);
+  cudaEventDestroy(gemm_done);
+  cudaEventDestroy(copy_done);
   KT_CUDA(cudaStreamDestroy(busy));
   KT_CUDA(cudaStreamDestroy(caller));
 }

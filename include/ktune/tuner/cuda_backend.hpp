@@ -31,6 +31,15 @@
 // recurs) by relative Frobenius error. If the most conservative reference fails its host check the
 // next one is tried (up to 3).
 //
+// Never waiting for other streams: tuning must not stall (or be stalled by) the caller's other work.
+// Every call a session makes is ordered on its own non-blocking stream or waits only for it: device
+// buffers grow by stream-ordered allocation on that stream and outgrown ones are freed in its order
+// (cudaMallocAsync/cudaFreeAsync; cudaMalloc and cudaFree may synchronize the whole device), an
+// outgrown pinned host buffer is retired rather than freed (cudaFreeHost synchronizes too; growth at
+// least doubles, so the retired ones never exceed the current one; release_scratch() frees them), and
+// host data travel through that pinned buffer (a copy from pageable memory is staged through the
+// driver's buffers, which another thread's staged copy, waiting for its own stream, may hold).
+//
 // While a session is open the calling thread uses cudaStreamCaptureModeRelaxed, so that tuning on
 // its own stream is legal even while another thread captures a graph in global mode.
 #pragma once
@@ -53,6 +62,7 @@
 #include "ktune/problem.hpp"
 #include "ktune/tuner/backend.hpp"
 #include "ktune/tuner/timing.hpp"
+#include "ktune/workspace.hpp"
 
 namespace ktune::tuner {
 
@@ -180,8 +190,8 @@ class CudaBackend : public TuningBackend {
       if (pool->flush) (void)cudaFree(pool->flush);
       if (pool->host) (void)cudaFreeHost(pool->host);
       if (pool->work) (void)cudaFree(pool->work);
-      for (void* r : pool->retired) (void)cudaFree(r);
-      pool->retired.clear();
+      for (void* r : pool->retired_host) (void)cudaFreeHost(r);
+      pool->retired_host.clear();
       pool->buf = pool->flush = pool->host = pool->work = nullptr;
       pool->bytes = pool->flush_bytes = pool->host_bytes = pool->work_bytes = 0;
       if (prev >= 0) (void)cudaSetDevice(prev);
@@ -198,11 +208,12 @@ class CudaBackend : public TuningBackend {
     std::size_t bytes = 0;
     void* flush = nullptr;
     std::size_t flush_bytes = 0;
-    void* host = nullptr;  // pinned, for sampled rows
+    void* host = nullptr;  // pinned: sampled rows, and the staging of input patterns
     std::size_t host_bytes = 0;
     void* work = nullptr;  // workspace of tactics that need one
     std::size_t work_bytes = 0;
-    std::vector<void*> retired;  // outgrown workspaces (freed by release_scratch)
+    bool buf_async = false, flush_async = false, work_async = false;  // from cudaMallocAsync
+    std::vector<void*> retired_host;  // outgrown pinned host buffers (freed by release_scratch)
     cudaStream_t stream = nullptr;
     std::vector<cudaEvent_t> events;
   };
@@ -325,37 +336,11 @@ class CudaSession : public TuningSession {
     // Grow the pool.
     if (pool_.stream == nullptr)
       KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&pool_.stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"));
-    if (pool_.bytes < need) {
-      if (pool_.buf) (void)cudaFree(pool_.buf);
-      pool_.buf = nullptr;
-      pool_.bytes = 0;
-      const std::size_t want = (need + (2u << 20) - 1) / (2u << 20) * (2u << 20);
-      if (cudaMalloc(&pool_.buf, want) != cudaSuccess) {
-        (void)cudaGetLastError();
-        pool_.buf = nullptr;
-        return error(StatusCode::cuda_error, "cannot allocate " + std::to_string(want >> 20) + " MiB of tuning scratch");
-      }
-      pool_.bytes = want;
-    }
+    KTUNE_RETURN_IF_ERROR(grow_device(pool_.buf, pool_.bytes, pool_.buf_async, need, std::size_t{2} << 20, "tuning scratch"));
     const std::size_t flush_need = opt_.flush_l2 ? static_cast<std::size_t>(std::max(dev_.l2_bytes, 1 << 20)) * 2 : 0;
-    if (pool_.flush_bytes < flush_need) {
-      if (pool_.flush) (void)cudaFree(pool_.flush);
-      pool_.flush = nullptr;
-      pool_.flush_bytes = 0;
-      if (cudaMalloc(&pool_.flush, flush_need) != cudaSuccess) {
-        (void)cudaGetLastError();
-        pool_.flush = nullptr;
-        return error(StatusCode::cuda_error, "cannot allocate the L2 flush buffer");
-      }
-      pool_.flush_bytes = flush_need;
-    }
-    if (pool_.host_bytes < host_need) {
-      if (pool_.host) (void)cudaFreeHost(pool_.host);
-      pool_.host = nullptr;
-      pool_.host_bytes = 0;
-      KTUNE_RETURN_IF_ERROR(cuda_status(cudaMallocHost(&pool_.host, host_need), "cudaMallocHost"));
-      pool_.host_bytes = host_need;
-    }
+    KTUNE_RETURN_IF_ERROR(grow_device(pool_.flush, pool_.flush_bytes, pool_.flush_async, flush_need, std::size_t{1} << 20, "the L2 flush buffer"));
+    // The pinned buffer also stages the input patterns (fill).
+    KTUNE_RETURN_IF_ERROR(grow_host(std::max(host_need, detail::pattern_period * sizeof(float))));
     scratch_bytes_ = need + flush_need;
     auto* base = static_cast<char*>(pool_.buf);
     for (detail::Operand* o : {&a_, &b_, &c_, &bias_, &res_, &out_})
@@ -502,6 +487,43 @@ class CudaSession : public TuningSession {
   std::unordered_map<std::string, double> first_ms_;  // validation run's time, by tactic name
   std::size_t workspace_high_ = 0;
 
+  // Grow a device buffer of the pool to at least `need` bytes (rounded up to `granule`) in the order
+  // of the pool's stream, the only stream that uses it: the outgrown buffer is freed when the stream
+  // reaches this point, the new one allocated there (cudaFree would synchronize the whole device and
+  // so wait for other streams' work).
+  Status grow_device(void*& buf, std::size_t& bytes, bool& stream_ordered, std::size_t need, std::size_t granule, const char* what) {
+    if (need == 0 || bytes >= need) return {};
+    if (buf) {
+      if (ktune::detail::free_for_stream(buf, pool_.stream, stream_ordered) != cudaSuccess) (void)cudaGetLastError();
+      buf = nullptr;
+      bytes = 0;
+    }
+    const std::size_t want = (need + granule - 1) / granule * granule;
+    void* p = nullptr;
+    if (ktune::detail::alloc_for_stream(&p, want, pool_.stream, &stream_ordered) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return error(StatusCode::cuda_error, "cannot allocate " + std::to_string((want + (1u << 20) - 1) >> 20) + " MiB for " + what);
+    }
+    buf = p;
+    bytes = want;
+    return {};
+  }
+
+  // The same for the pinned host buffer (cudaFreeHost, too, synchronizes the device).
+  Status grow_host(std::size_t need) {
+    if (pool_.host_bytes >= need) return {};
+    const std::size_t want = (std::max(need, 2 * pool_.host_bytes) + (1u << 20) - 1) / (1u << 20) * (1u << 20);
+    void* p = nullptr;
+    if (cudaHostAlloc(&p, want, cudaHostAllocDefault) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return error(StatusCode::cuda_error, "cannot allocate " + std::to_string(want >> 20) + " MiB of pinned host memory for tuning");
+    }
+    if (pool_.host) pool_.retired_host.push_back(pool_.host);
+    pool_.host = p;
+    pool_.host_bytes = want;
+    return {};
+  }
+
   // Point ops_.workspace at enough pooled scratch for this tactic (none when it needs none).
   Status bind_workspace(const GemmKernelEntry& e, const GemmLaunchOptions& lo) {
     ops_.workspace = nullptr;
@@ -511,20 +533,7 @@ class CudaSession : public TuningSession {
     if (need > opt_.max_workspace_bytes)
       return error(StatusCode::unsupported, "needs " + std::to_string(need >> 20) + " MiB of workspace, over the tuning bound of " +
                                                 std::to_string(opt_.max_workspace_bytes >> 20) + " MiB");
-    if (pool_.work_bytes < need) {
-      // The outgrown buffer is retired, not freed: cudaFree synchronises the whole device, so it would
-      // wait for other streams' work (tuning must not). release_scratch() frees it. Growing at least
-      // 2x bounds the retired buffers by the current one.
-      const std::size_t want = (std::max(need, 2 * pool_.work_bytes) + (1u << 20) - 1) / (1u << 20) * (1u << 20);
-      void* p = nullptr;
-      if (cudaMalloc(&p, want) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return error(StatusCode::cuda_error, "cannot allocate " + std::to_string(want >> 20) + " MiB of tuning workspace");
-      }
-      if (pool_.work) pool_.retired.push_back(pool_.work);
-      pool_.work = p;
-      pool_.work_bytes = want;
-    }
+    KTUNE_RETURN_IF_ERROR(grow_device(pool_.work, pool_.work_bytes, pool_.work_async, need, std::size_t{1} << 20, "tuning workspace"));
     workspace_high_ = std::max(workspace_high_, need);
     ops_.workspace = pool_.work;
     ops_.workspace_bytes = pool_.work_bytes;
@@ -534,11 +543,13 @@ class CudaSession : public TuningSession {
   Status fill(detail::Operand& o) {
     const int es = size_of(o.type);
     const std::size_t first = std::min(o.elements, o.pattern.size());
-    std::vector<unsigned char> host(first * static_cast<std::size_t>(es));
-    for (std::size_t i = 0; i < first; ++i) host_fp::store(o.type, host.data(), i, o.pattern[i]);
+    // Through the pinned buffer (at least one pattern period, see open()): a true async copy.
+    if (pool_.host_bytes < first * static_cast<std::size_t>(es)) return error(StatusCode::internal, "pinned staging buffer too small");
+    void* host = pool_.host;
+    for (std::size_t i = 0; i < first; ++i) host_fp::store(o.type, host, i, o.pattern[i]);
     auto* p = static_cast<char*>(o.ptr);
-    KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(p, host.data(), host.size(), cudaMemcpyHostToDevice, pool_.stream), "cudaMemcpyAsync"));
-    // `host` must live until the copy is done (pageable copies are staged synchronously, but be safe).
+    KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(p, host, first * static_cast<std::size_t>(es), cudaMemcpyHostToDevice, pool_.stream), "cudaMemcpyAsync"));
+    // The staging buffer is reused by the next operand: wait for this copy (on the pool's stream only).
     KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(pool_.stream), "cudaStreamSynchronize"));
     std::size_t have = first;
     while (have < o.elements) {
