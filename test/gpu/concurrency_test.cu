@@ -372,10 +372,21 @@ TEST_CASE("concurrency GPU child: tuning a new key does not wait for a busy stre
   const Prepared fresh_p = prepare(fresh, 14, caller, keep);
   REQUIRE_MESSAGE(behind_p.out.cuda_error.empty(), behind_p.out.cuda_error);
   REQUIRE_MESSAGE(fresh_p.out.cuda_error.empty(), fresh_p.out.cuda_error);
+  // KTUNE_TEST_NO_WAIT_PAGEABLE=1 (diagnosis only): pageable copies instead, as this test once had.
+  const bool pageable = std::getenv("KTUNE_TEST_NO_WAIT_PAGEABLE") != nullptr;
+  std::vector<unsigned char> behind_pageable, fresh_pageable;
   unsigned char* behind_img = nullptr;
   unsigned char* fresh_img = nullptr;
-  KT_CUDA(cudaMallocHost(reinterpret_cast<void**>(&behind_img), behind_p.D.image.size()));
-  KT_CUDA(cudaMallocHost(reinterpret_cast<void**>(&fresh_img), fresh_p.D.image.size()));
+  if (pageable) {
+    behind_pageable.resize(behind_p.D.image.size());
+    fresh_pageable.resize(fresh_p.D.image.size());
+    behind_img = behind_pageable.data();
+    fresh_img = fresh_pageable.data();
+    MESSAGE("KTUNE_TEST_NO_WAIT_PAGEABLE: results are copied into pageable memory");
+  } else {
+    KT_CUDA(cudaMallocHost(reinterpret_cast<void**>(&behind_img), behind_p.D.image.size()));
+    KT_CUDA(cudaMallocHost(reinterpret_cast<void**>(&fresh_img), fresh_p.D.image.size()));
+  }
   cudaEvent_t gemm_done = nullptr, copy_done = nullptr;
   KT_CUDA(cudaEventCreateWithFlags(&gemm_done, cudaEventDisableTiming));
   KT_CUDA(cudaEventCreateWithFlags(&copy_done, cudaEventDisableTiming));
@@ -440,7 +451,7 @@ TEST_CASE("concurrency GPU child: tuning a new key does not wait for a busy stre
     f.cuda_error = cuda_err(cudaEventRecord(gemm_done, caller), "cudaEventRecord");
     if (f.cuda_error.empty())
       f.cuda_error = cuda_err(cudaMemcpyAsync(fresh_img, fresh_p.D.dev, fresh_p.D.image.size(), cudaMemcpyDeviceToHost, caller),
-                              "cudaMemcpyAsync D2H (caller, pinned)");
+                              "cudaMemcpyAsync D2H (caller)");
     if (f.cuda_error.empty()) f.cuda_error = cuda_err(cudaEventRecord(copy_done, caller), "cudaEventRecord");
   }
   const double t_enqueued = note("test: event, copy of D, event enqueued on the caller's stream");
@@ -474,7 +485,7 @@ TEST_CASE("concurrency GPU child: tuning a new key does not wait for a busy stre
   else steps += "; the GEMM had NOT completed on the GPU " + secs(kDeadline) + " after the spinner started [WAITED: device-side "
                 "dependency of the caller's stream on the busy stream, e.g. work on the legacy default stream]";
   if (t_copy_done >= 0) steps += "; the copy of D completed " + secs(t_copy_done - t_return) + " after the call returned";
-  else steps += "; the pinned copy of D had not completed by the deadline";
+  else steps += std::string("; the ") + (pageable ? "pageable" : "pinned") + " copy of D had not completed by the deadline";
   std::string lines;
   {
     std::lock_guard lock(log_mu);
@@ -499,8 +510,10 @@ TEST_CASE("concurrency GPU child: tuning a new key does not wait for a busy stre
   for (void* p : keep) cudaFree(p);
   cudaFree(dresult);
   cudaFreeHost(flag);
-  cudaFreeHost(behind_img);
-  cudaFreeHost(fresh_img);
+  if (!pageable) {
+    cudaFreeHost(behind_img);
+    cudaFreeHost(fresh_img);
+  }
   cudaEventDestroy(gemm_done);
   cudaEventDestroy(copy_done);
   KT_CUDA(cudaStreamDestroy(busy));
