@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "ktune/epilogue/spec.hpp"
+#include "ktune/types.hpp"
 
 namespace ktune::epilogue {
 
@@ -68,6 +69,26 @@ struct Builtin {
     if (c) load4(c, n, cv);
     if (b) load4(b, n, bv);
     if (r) load4(r, n, rv);
+    combine(p, v, n, c, cv, b, bv, r, rv);
+  }
+
+  // The same with the output type (which C, bias and residual share) known only at run time: the
+  // arithmetic and the activations exist once, only the loads are per type. The mma.sync kernels use
+  // this one, so each instance holds one copy of the epilogue instead of one per output type.
+  __device__ __forceinline__ static void apply_dynamic(const Params& p, DType t, int row, int col, float* v, int n) {
+    float cv[4], bv[4], rv[4];
+    const bool c = p.beta != 0.0f, b = p.bias != nullptr, r = p.residual != nullptr;
+    if (c) load4(t, p.c, static_cast<std::int64_t>(row) * p.ldc + col, n, cv);
+    if (b) load4(t, p.bias, col, n, bv);
+    if (r) load4(t, p.residual, static_cast<std::int64_t>(row) * p.ldr + col, n, rv);
+    combine(p, v, n, c, cv, b, bv, r, rv);
+  }
+
+ private:
+  // v = act(alpha·v + beta·cv + bv + rv), then clamp; only the operands that are there (flags as
+  // booleans, not null pointers to the arrays, so the arrays stay in registers).
+  __device__ __forceinline__ static void combine(const Params& p, float* v, int n, bool c, const float (&cv)[4], bool b,
+                                                 const float (&bv)[4], bool r, const float (&rv)[4]) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       if (i >= n) break;
@@ -91,7 +112,15 @@ struct Builtin {
     }
   }
 
- private:
+  // Elements [offset, offset + n) of an array of type t, as floats.
+  __device__ __forceinline__ static void load4(DType t, const void* base, std::int64_t offset, int n, float (&out)[4]) {
+    switch (t) {
+      case DType::f16: load4(static_cast<const __half*>(base) + offset, n, out); break;
+      case DType::bf16: load4(static_cast<const __nv_bfloat16*>(base) + offset, n, out); break;
+      default: load4(static_cast<const float*>(base) + offset, n, out); break;
+    }
+  }
+
   // n (1 to 4) consecutive elements as floats: one vector load when n == 4 and the address allows it.
   template <class T>
   __device__ __forceinline__ static void load4(const T* src, int n, float (&out)[4]) {

@@ -50,11 +50,7 @@ __global__ void __launch_bounds__(CfgT::value.gemm.threads(), target_blocks_per_
   });
   __syncthreads();  // the pipeline's shared memory becomes the epilogue's staging area
 
-  switch (p.g.d_type) {
-    case DType::f32: store_tile<C, Epi, float, Mainloop>(p.g, acc, smem, m0, n0); break;
-    case DType::f16: store_tile<C, Epi, __half, Mainloop>(p.g, acc, smem, m0, n0); break;
-    case DType::bf16: store_tile<C, Epi, __nv_bfloat16, Mainloop>(p.g, acc, smem, m0, n0); break;
-  }
+  store_tile<C, Epi, Mainloop>(p.g, acc, smem, m0, n0);
 }
 
 // ---- Host side -------------------------------------------------------------------------------------

@@ -75,13 +75,26 @@ __device__ __forceinline__ void sum_partials(const GemmParams<EpiParams>& p, int
   }
 }
 
-// D[row, col..col+3] = epilogue(x).
-template <class Epi, class TOut>
-__device__ __forceinline__ void epilogue_store(const GemmParams<typename Epi::Params>& p, int row, int col, int n,
-                                               float (&x)[4]) {
-  Epi::template apply<TOut>(p.ep, row, col, x, n);
-  TOut* dst = static_cast<TOut*>(p.d) + static_cast<std::int64_t>(row) * p.ldd + col;
-  if (n == 4 && p.d_vec4) {
+// The epilogue on n (1 to 4) values with the output type known only at run time. The built-in epilogue
+// has a type-erased form (one copy of its code per kernel); other epilogues get one copy per type.
+template <class Epi>
+__device__ __forceinline__ void apply_epilogue(const typename Epi::Params& ep, DType t, int row, int col, float (&x)[4],
+                                               int n) {
+  if constexpr (requires { Epi::apply_dynamic(ep, t, row, col, x, n); }) {
+    Epi::apply_dynamic(ep, t, row, col, x, n);
+  } else {
+    switch (t) {
+      case DType::f16: Epi::template apply<__half>(ep, row, col, x, n); break;
+      case DType::bf16: Epi::template apply<__nv_bfloat16>(ep, row, col, x, n); break;
+      default: Epi::template apply<float>(ep, row, col, x, n); break;
+    }
+  }
+}
+
+// dst[0..n) = x converted to TOut: one vector store when n == 4 and vec4 (the host checked alignment).
+template <class TOut>
+__device__ __forceinline__ void store4(TOut* dst, const float (&x)[4], int n, bool vec4) {
+  if (n == 4 && vec4) {
     struct alignas(4 * sizeof(TOut)) Vec4 { TOut e[4]; };
     Vec4 out;
 #pragma unroll
@@ -92,24 +105,37 @@ __device__ __forceinline__ void epilogue_store(const GemmParams<typename Epi::Pa
   }
 }
 
+// D[row, col..col+3] = epilogue(x), D of type p.d_type.
+template <class Epi>
+__device__ __forceinline__ void epilogue_store(const GemmParams<typename Epi::Params>& p, int row, int col, int n,
+                                               float (&x)[4]) {
+  apply_epilogue<Epi>(p.ep, p.d_type, row, col, x, n);
+  const std::int64_t at = static_cast<std::int64_t>(row) * p.ldd + col;
+  switch (p.d_type) {
+    case DType::f16: store4(static_cast<__half*>(p.d) + at, x, n, p.d_vec4); break;
+    case DType::bf16: store4(static_cast<__nv_bfloat16*>(p.d) + at, x, n, p.d_vec4); break;
+    default: store4(static_cast<float*>(p.d) + at, x, n, p.d_vec4); break;
+  }
+}
+
 // D[row, col..col+3] = epilogue(sum of the split_k partials).
-template <class Epi, class TOut>
+template <class Epi>
 __device__ __forceinline__ void reduce_store(const GemmParams<typename Epi::Params>& p, int row, int col) {
   const int n = min(4, p.n - col);
   float x[4];
   sum_partials(p, row, col, n, x);
-  epilogue_store<Epi, TOut>(p, row, col, n, x);
+  epilogue_store<Epi>(p, row, col, n, x);
 }
 
 // Serial split-K, in the last slice's block: reduce_store over the BM×BN tile at (m0, n0), the block's
 // threads on consecutive 4-column groups (coalesced partial reads and D stores).
-template <class Epi, class TOut, int BM, int BN, int Threads>
+template <class Epi, int BM, int BN, int Threads>
 __device__ __forceinline__ void reduce_tile(const GemmParams<typename Epi::Params>& p, int m0, int n0) {
   constexpr int quads_per_row = BN / 4, quads = BM * quads_per_row;
 #pragma unroll 2
   for (int q = threadIdx.x; q < quads; q += Threads) {
     const int row = m0 + q / quads_per_row, col = n0 + (q % quads_per_row) * 4;
-    if (row < p.m && col < p.n) reduce_store<Epi, TOut>(p, row, col);
+    if (row < p.m && col < p.n) reduce_store<Epi>(p, row, col);
   }
 }
 
@@ -119,11 +145,21 @@ enum class TileStore {
   partial,   // split-K: store the raw fp32 sums to this slice's partial matrix in the workspace
 };
 
+// Mainloop::visit_band<band>(acc, f) for a band index known only at run time: each branch indexes the
+// accumulators with constants, so they stay in registers.
+template <class Mainloop, class Acc, class F>
+__device__ __forceinline__ void visit_band_at(int band, Acc& acc, F&& f) {
+  [&]<int... Band>(std::integer_sequence<int, Band...>) {
+    ((band == Band ? Mainloop::template visit_band<Band>(acc, f) : void()), ...);
+  }(std::make_integer_sequence<int, Mainloop::bands>{});
+}
+
 // Epilogue: each warp moves its accumulators through shared memory one 16-row band at a time, then
 // every lane applies the epilogue to 4 consecutive columns and stores them as one vector. Rows are
-// written by 16·WN/4 lanes' worth of coalesced vectors; the epilogue code exists once (not once per
-// accumulator register), which keeps instances small and fast to compile.
-template <GemmConfig C, class Epi, class TOut, class Mainloop, TileStore Mode = TileStore::epilogue, class Acc>
+// written by 16·WN/4 lanes' worth of coalesced vectors. The epilogue and the stores exist once in the
+// code (not once per band, accumulator register or output type), which keeps instances small and fast
+// to compile.
+template <GemmConfig C, class Epi, class Mainloop, TileStore Mode = TileStore::epilogue, class Acc>
 __device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params>& p, Acc& acc, char* smem, int m0,
                                            int n0, int slice = 0) {
   constexpr int WN = C.warp.n, band_rows = smem_layout::epilogue_band_rows;
@@ -132,46 +168,28 @@ __device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   float* stage = reinterpret_cast<float*>(smem) + warp * band_rows * stride;
   const int row0 = m0 + Mainloop::warp_row0(warp), col0 = n0 + Mainloop::warp_col0(warp);
-  TOut* D = static_cast<TOut*>(p.d);
-  const bool vec4 = p.d_vec4;  // host checked that D, C, bias and residual allow 4-element vectors
 
-  [&]<int... Band>(std::integer_sequence<int, Band...>) {
-    (
-        [&] {
-          __syncwarp();
-          Mainloop::template visit_band<Band>(acc, [&](int r, int c, float v0, float v1) {
-            *reinterpret_cast<float2*>(stage + r * stride + c) = make_float2(v0, v1);
-          });
-          __syncwarp();
 #pragma unroll 1
-          for (int v = lane; v < vectors; v += 32) {
-            const int r = v / (WN / 4), c = (v % (WN / 4)) * 4;
-            const int row = row0 + Band * band_rows + r, col = col0 + c;
-            if (row >= p.m || col >= p.n) continue;
-            const int n = min(4, p.n - col);
-            float x[4];
-            *reinterpret_cast<float4*>(x) = *reinterpret_cast<const float4*>(stage + r * stride + c);
-            if constexpr (Mode == TileStore::partial) {
-              float* dst = p.partials + slice * p.partial_slice + static_cast<std::int64_t>(row) * p.partial_ld + col;
-              if (n == 4) *reinterpret_cast<float4*>(dst) = *reinterpret_cast<const float4*>(x);  // ld % 4 == 0
-              else for (int i = 0; i < n; ++i) dst[i] = x[i];
-              continue;
-            }
-            Epi::template apply<TOut>(p.ep, row, col, x, n);
-            TOut* dst = D + static_cast<std::int64_t>(row) * p.ldd + col;
-            if (n == 4 && vec4) {
-              struct alignas(4 * sizeof(TOut)) Vec4 { TOut e[4]; };
-              Vec4 out;
-#pragma unroll
-              for (int i = 0; i < 4; ++i) out.e[i] = epilogue::from_float<TOut>(x[i]);
-              *reinterpret_cast<Vec4*>(dst) = out;
-            } else {
-              for (int i = 0; i < n; ++i) dst[i] = epilogue::from_float<TOut>(x[i]);
-            }
-          }
-        }(),
-        ...);
-  }(std::make_integer_sequence<int, Mainloop::bands>{});
+  for (int band = 0; band < Mainloop::bands; ++band) {
+    __syncwarp();
+    visit_band_at<Mainloop>(band, acc, [&](int r, int c, float v0, float v1) {
+      *reinterpret_cast<float2*>(stage + r * stride + c) = make_float2(v0, v1);
+    });
+    __syncwarp();
+#pragma unroll 1
+    for (int v = lane; v < vectors; v += 32) {
+      const int r = v / (WN / 4), c = (v % (WN / 4)) * 4;
+      const int row = row0 + band * band_rows + r, col = col0 + c;
+      if (row >= p.m || col >= p.n) continue;
+      const int n = min(4, p.n - col);
+      float x[4];
+      *reinterpret_cast<float4*>(x) = *reinterpret_cast<const float4*>(stage + r * stride + c);
+      if constexpr (Mode == TileStore::partial)  // partial_ld % 4 == 0: vector stores
+        store4(p.partials + slice * p.partial_slice + static_cast<std::int64_t>(row) * p.partial_ld + col, x, n, true);
+      else
+        epilogue_store<Epi>(p, row, col, n, x);
+    }
+  }
 }
 
 // Kernels take their configuration as a type (CfgT::value is a GemmConfig): nvcc's host stubs cannot
@@ -199,7 +217,7 @@ __global__ void __launch_bounds__(CfgT::value.threads(), target_blocks_per_sm(Cf
   __syncthreads();  // the pipeline's shared memory becomes the epilogue's staging area
 
   if (splittable && p.split_k > 1) {
-    store_tile<C, Epi, float, Mainloop, TileStore::partial>(p, acc, smem, m0, n0, slice);
+    store_tile<C, Epi, Mainloop, TileStore::partial>(p, acc, smem, m0, n0, slice);
     if (!p.split_serial) return;  // parallel mode: splitk_reduce_kernel finishes
     // Arrive at the tile's counter after this block's partial is visible device-wide; the last of the
     // split_k slices to arrive (whichever it is) reduces, and leaves the counter zero again.
@@ -212,19 +230,10 @@ __global__ void __launch_bounds__(CfgT::value.threads(), target_blocks_per_sm(Cf
     }
     if (!__syncthreads_or(last)) return;
     __threadfence();  // the other slices' partials, published before their arrivals, are read after ours
-    constexpr int BM = C.tile.m, BN = C.tile.n, threads = C.threads();
-    switch (p.d_type) {
-      case DType::f32: reduce_tile<Epi, float, BM, BN, threads>(p, m0, n0); break;
-      case DType::f16: reduce_tile<Epi, __half, BM, BN, threads>(p, m0, n0); break;
-      case DType::bf16: reduce_tile<Epi, __nv_bfloat16, BM, BN, threads>(p, m0, n0); break;
-    }
+    reduce_tile<Epi, C.tile.m, C.tile.n, C.threads()>(p, m0, n0);
     return;
   }
-  switch (p.d_type) {
-    case DType::f32: store_tile<C, Epi, float, Mainloop>(p, acc, smem, m0, n0); break;
-    case DType::f16: store_tile<C, Epi, __half, Mainloop>(p, acc, smem, m0, n0); break;
-    case DType::bf16: store_tile<C, Epi, __nv_bfloat16, Mainloop>(p, acc, smem, m0, n0); break;
-  }
+  store_tile<C, Epi, Mainloop>(p, acc, smem, m0, n0);
 }
 
 // Split-K, parallel mode: D = epilogue(sum of the split_k partials), in sum_partials' order. Each
@@ -257,11 +266,7 @@ __global__ void __launch_bounds__(splitk_reduce_threads) splitk_reduce_kernel(co
     x[2] += y.z;
     x[3] += y.w;
   }
-  switch (p.d_type) {
-    case DType::f32: epilogue_store<Epi, float>(p, row, col, n, x); break;
-    case DType::f16: epilogue_store<Epi, __half>(p, row, col, n, x); break;
-    case DType::bf16: epilogue_store<Epi, __nv_bfloat16>(p, row, col, n, x); break;
-  }
+  epilogue_store<Epi>(p, row, col, n, x);
 }
 
 // ---- Host side -------------------------------------------------------------------------------------
