@@ -5,9 +5,10 @@
 // (setmaxnreg) and one thread streams k-tiles of A and B through TMA into a ring of `stages` shared-
 // memory slots. Warpgroups 1.. are consumers: each waits for a slot, issues its wgmmas, keeps one
 // k-tile of wgmmas in flight and releases the slot of the previous one. After a tile's last k-tile the
-// consumers run the fused epilogue (accumulators → per-warp staging in shared memory → Epi::apply →
-// vector stores) while the producer already fills the ring for the next tile. Launched in clusters of
-// 2 CTAs, the pair's tiles share one operand, which the two producers multicast (mainloop.cuh).
+// consumers run the fused epilogue (accumulators → per-warp staging in shared memory → epilogue →
+// vector stores; epilogue.cuh) while the producer already fills the ring for the next tile. Launched
+// in clusters of 2 CTAs, the pair's tiles share one operand, which the two producers multicast
+// (mainloop.cuh).
 //
 // Device code exists only for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL); other targets get a trapping body so
 // multi-architecture builds still compile, and the launcher refuses to run a non-sm_90a image.
@@ -26,6 +27,7 @@
 #include "ktune/gemm/kernel/gemm_kernel.cuh"
 #include "ktune/gemm/kernel/params.cuh"
 #include "ktune/gemm/kernel/schedule.cuh"
+#include "ktune/gemm/kernel/sm90/epilogue.cuh"
 #include "ktune/gemm/kernel/sm90/mainloop.cuh"
 #include "ktune/gemm/kernel/sm90/pipeline.cuh"
 #include "ktune/gemm/kernel/sm90/tma.cuh"
@@ -59,7 +61,6 @@ constexpr bool uses_tf32_tensor_map() {
   if constexpr (requires { CfgT::tma_tf32; }) return CfgT::tma_tf32;
   else return false;
 }
-inline constexpr int sm90_tma_store_box_rows = 16, sm90_tma_store_box_bytes = 16 * 128;  // 16 rows × 128 bytes
 constexpr int sm90_consumer_warpgroups(const GemmConfig& c, Sm90Schedule s) {
   return s.pingpong ? 2 : c.consumer_warpgroups();
 }
@@ -74,122 +75,7 @@ template <class CfgT>
 inline constexpr int sm90_kernel_smem_bytes = estimate_resources(CfgT::value).smem_bytes - sm90_staging_bytes(CfgT::value) +
                                               sm90_kernel_staging_bytes(CfgT::value, schedule_of<CfgT>());
 
-// Epilogue of one consumer warp: its 16-row bands (one per m64 block), Cols columns at a time, staged
-// through `stage` so every lane applies the epilogue to 4 consecutive columns and stores one vector.
-// The built-in epilogue's parameters say D = A·B: the store can skip Epi::apply.
-template <class Epi>
-__device__ __forceinline__ bool is_identity(const typename Epi::Params& ep) {
-  if constexpr (std::is_same_v<Epi, epilogue::Builtin>)
-    return ep.alpha == 1.0f && ep.beta == 0.0f && ep.bias == nullptr && ep.residual == nullptr &&
-           ep.activation == Activation::none && !ep.clamp;
-  else
-    return false;
-}
-
-template <class TOut>
-__device__ __forceinline__ void store_vector(TOut* dst, const float (&x)[4], int n, bool vec4) {
-  if (n == 4 && vec4) {
-    struct alignas(4 * sizeof(TOut)) Vec4 { TOut e[4]; };
-    Vec4 out;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) out.e[i] = epilogue::from_float<TOut>(x[i]);
-    *reinterpret_cast<Vec4*>(dst) = out;
-  } else {
-    for (int i = 0; i < n; ++i) dst[i] = epilogue::from_float<TOut>(x[i]);
-  }
-}
-
-template <class ML, class Epi, class TOut>
-__device__ __forceinline__ void store_accumulators(const GemmParams<typename Epi::Params>& p,
-                                                   typename ML::Accumulators& acc, float* stage, int row0, int col0,
-                                                   bool identity) {
-  constexpr int cols = smem_layout::sm90_epilogue_cols, stride = cols + smem_layout::sm90_epilogue_pad;
-  constexpr int chunks = ML::WN / cols, vectors = smem_layout::epilogue_band_rows * cols / 4;
-  const int lane = threadIdx.x & 31;
-  TOut* D = static_cast<TOut*>(p.d);
-  const bool vec4 = p.d_vec4;  // host checked that D, C, bias and residual allow 4-element vectors
-  [&]<int... I>(std::integer_sequence<int, I...>) {
-    (
-        [&] {
-          constexpr int mi = I / chunks, ch = I % chunks;
-          const int rb = row0 + 64 * mi, cb = col0 + ch * cols;
-          if (rb >= p.m || cb >= p.n) return;  // warp-uniform: the band chunk is outside D
-          __syncwarp();
-          ML::template stage_chunk<mi, ch, cols>(acc, stage, stride);
-          __syncwarp();
-          if (identity) {  // D = A·B: all of the lane's vectors in flight at once
-#pragma unroll
-            for (int v = lane; v < vectors; v += 32) {
-              const int r = v / (cols / 4), c = (v % (cols / 4)) * 4;
-              const int row = rb + r, col = cb + c;
-              float x[4];
-              *reinterpret_cast<float4*>(x) = *reinterpret_cast<const float4*>(stage + r * stride + c);
-              if (row < p.m && col < p.n)
-                store_vector(D + static_cast<std::int64_t>(row) * p.ldd + col, x, min(4, p.n - col), vec4);
-            }
-          } else {  // not unrolled: inlining every activation 8x per chunk halved bias+relu speed (H200)
-#pragma unroll 1
-            for (int v = lane; v < vectors; v += 32) {
-              const int r = v / (cols / 4), c = (v % (cols / 4)) * 4;
-              const int row = rb + r, col = cb + c;
-              if (row >= p.m || col >= p.n) continue;
-              const int n = min(4, p.n - col);
-              float x[4];
-              *reinterpret_cast<float4*>(x) = *reinterpret_cast<const float4*>(stage + r * stride + c);
-              Epi::template apply<TOut>(p.ep, row, col, x, n);
-              store_vector(D + static_cast<std::int64_t>(row) * p.ldd + col, x, n, vec4);
-            }
-          }
-        }(),
-        ...);
-  }(std::make_integer_sequence<int, ML::MI * chunks>{});
-}
-
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// Identity epilogue through TMA stores: per m64 block and 128 bytes of a row (64 16-bit or 32 fp32
-// columns), the warp writes its 16 rows as packed pairs (float2 / __half2 / __nv_bfloat162) into one
-// of its two 2 KB buffers in the TMA's 128-byte swizzle (16-byte chunk c of row r at c ^ (r % 8):
-// conflict-free), then lane 0 stores the 16-row box. A buffer is rewritten only once the store issued
-// from it two boxes earlier has read it (bulk wait_group.read 1), also across tiles; the caller waits
-// for all of them before the CTA exits.
-template <class ML, class TOut>
-__device__ __forceinline__ void store_accumulators_tma(const CUtensorMap* map, typename ML::Accumulators& acc,
-                                                       char* buffers, int row0, int col0, int m, int n) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  constexpr int box_cols = 128 / int(sizeof(TOut)), boxes = ML::WN / box_cols, blocks = box_cols / 8;
-  auto pack = [](float x, float y) {
-    if constexpr (std::is_same_v<TOut, float>) return make_float2(x, y);
-    else if constexpr (std::is_same_v<TOut, __half>) return __floats2half2_rn(x, y);
-    else return __floats2bfloat162_rn(x, y);
-  };
-#pragma unroll
-  for (int mi = 0; mi < ML::MI; ++mi)
-#pragma unroll
-    for (int b = 0; b < boxes; ++b) {
-      const int rb = row0 + 64 * mi, cb = col0 + box_cols * b;
-      if (rb >= m || cb >= n) continue;  // warp-uniform: the box lies outside D
-      char* buf = buffers + ((mi * boxes + b) & 1) * sm90_tma_store_box_bytes;
-      if (lane == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<1>{});
-      __syncwarp();
-#pragma unroll
-      for (int j = 0; j < blocks; ++j) {
-        const int jj = blocks * b + j;  // accumulator column block (8 columns)
-        const int byte = (8 * j + 2 * t) * int(sizeof(TOut));
-        const int at = (((byte >> 4) ^ g) << 4) + (byte & 15);  // rows g and g + 8 have the same swizzle phase
-        auto lo = pack(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
-        auto hi = pack(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
-        *reinterpret_cast<decltype(lo)*>(buf + g * 128 + at) = lo;
-        *reinterpret_cast<decltype(hi)*>(buf + (g + 8) * 128 + at) = hi;
-      }
-      cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy writes → the TMA (async proxy)
-      __syncwarp();
-      if (lane == 0) {
-        tma_store_2d(map, cb, rb, buf);
-        cuda::ptx::cp_async_bulk_commit_group();
-      }
-    }
-}
-
 // The GEMM's producer: k-tile kt of output tile tc is one 2-D TMA box of A and of B (in a cluster of 2,
 // the shared operand's halves multicast; mainloop.cuh).
 template <GemmConfig C>
@@ -334,9 +220,9 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
         }
       }
       switch (p.d_type) {
-        case DType::f32: store_accumulators<ML, Epi, float>(p, acc, stage_warp, row0, col0, identity); break;
-        case DType::f16: store_accumulators<ML, Epi, __half>(p, acc, stage_warp, row0, col0, identity); break;
-        case DType::bf16: store_accumulators<ML, Epi, __nv_bfloat16>(p, acc, stage_warp, row0, col0, identity); break;
+        case DType::f32: store_tile<ML, Epi, float>(p, acc, stage_warp, row0, col0, identity); break;
+        case DType::f16: store_tile<ML, Epi, __half>(p, acc, stage_warp, row0, col0, identity); break;
+        case DType::bf16: store_tile<ML, Epi, __nv_bfloat16>(p, acc, stage_warp, row0, col0, identity); break;
       }
     }
     // TMA stores read this warp's buffers asynchronously: the block's shared memory must outlive them.

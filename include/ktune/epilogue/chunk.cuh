@@ -1,0 +1,51 @@
+// ktune/epilogue/chunk.cuh — device helpers for epilogues that work on many values at once (the sm90
+// kernel's built-in epilogue store, kernel/sm90/epilogue.cuh): the activation chosen once for a whole
+// array of values, and 4-element operand vectors.
+#pragma once
+#include "ktune/epilogue/builtin.cuh"
+
+namespace ktune::epilogue {
+
+// Activation a on N values: one branch per call, each case a straight loop over the values (the form
+// the sm90 epilogue uses on a whole chunk of accumulators).
+template <int N>
+__device__ __forceinline__ void activate(Activation a, float (&v)[N]) {
+  switch (a) {
+    case Activation::relu:
+#pragma unroll
+      for (int i = 0; i < N; ++i) v[i] = relu(v[i]);
+      break;
+    case Activation::gelu_tanh:
+#pragma unroll
+      for (int i = 0; i < N; ++i) v[i] = gelu_tanh(v[i]);
+      break;
+    case Activation::gelu_erf:
+#pragma unroll
+      for (int i = 0; i < N; ++i) v[i] = gelu_erf(v[i]);
+      break;
+    case Activation::silu:
+#pragma unroll
+      for (int i = 0; i < N; ++i) v[i] = silu(v[i]);
+      break;
+    default: break;
+  }
+}
+
+// Four consecutive elements of T as one aligned vector (8 bytes for 16-bit types, 16 for fp32).
+template <class T>
+struct alignas(4 * sizeof(T)) Vec4 {
+  T e[4];
+};
+
+// n (≤ 0 to 4) consecutive elements from src, zero past n: one vector load when `vector` (the caller
+// knows src is 4-element aligned) and n == 4, else scalar loads.
+template <class T>
+__device__ __forceinline__ Vec4<T> load_vec4(const T* src, int n, bool vector) {
+  if (vector && n == 4) return *reinterpret_cast<const Vec4<T>*>(src);
+  Vec4<T> v;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) v.e[i] = i < n ? src[i] : from_float<T>(0.0f);
+  return v;
+}
+
+}  // namespace ktune::epilogue

@@ -1,0 +1,241 @@
+// ktune/gemm/kernel/sm90/epilogue.cuh — the epilogue stores of the Hopper kernel's consumer warps.
+//
+// After a tile's last k-tile each consumer warp owns a 16-row band per m64 block of its warpgroup's
+// accumulators (wgmma fragment layout: lane (g, t) holds rows g and g + 8, columns 8j + 2t, +1). Stores:
+//   identity (D = A·B)   staged through the warp's shared-memory buffer in 16×32 fp32 chunks, every
+//                        chunk unrolled, one vector per lane and row;
+//   built-in epilogue    the same staging, but a run-time loop over the chunks (one copy of the code
+//                        per output type, not one per chunk): per chunk a lane owns 4 columns of 4
+//                        rows; its bias vector and its C / residual vectors are loaded first (their
+//                        latency hides behind the staging), the activation is chosen once per chunk
+//                        for all 16 values, then 4 vector stores;
+//   other epilogues      Epi::apply per 4-value vector (user functors);
+//   TMA store            identity only, with Sm90Schedule::tma_store (probes).
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "ktune/epilogue/builtin.cuh"
+#include "ktune/epilogue/chunk.cuh"
+#include "ktune/gemm/kernel/params.cuh"
+#include "ktune/gemm/kernel/sm90/tma.cuh"
+#include "ktune/gemm/resource_model.hpp"
+
+namespace ktune::kernel::sm90 {
+
+inline constexpr int sm90_tma_store_box_rows = 16, sm90_tma_store_box_bytes = 16 * 128;  // 16 rows × 128 bytes
+
+// The built-in epilogue's parameters say D = A·B: the store can skip the epilogue.
+template <class Epi>
+__device__ __forceinline__ bool is_identity(const typename Epi::Params& ep) {
+  if constexpr (std::is_same_v<Epi, epilogue::Builtin>)
+    return ep.alpha == 1.0f && ep.beta == 0.0f && ep.bias == nullptr && ep.residual == nullptr &&
+           ep.activation == Activation::none && !ep.clamp;
+  else
+    return false;
+}
+
+template <class TOut>
+__device__ __forceinline__ void store_vector(TOut* dst, const float (&x)[4], int n, bool vec4) {
+  if (n == 4 && vec4) {
+    struct alignas(4 * sizeof(TOut)) Vec4 { TOut e[4]; };
+    Vec4 out;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out.e[i] = epilogue::from_float<TOut>(x[i]);
+    *reinterpret_cast<Vec4*>(dst) = out;
+  } else {
+    for (int i = 0; i < n; ++i) dst[i] = epilogue::from_float<TOut>(x[i]);
+  }
+}
+
+// Epilogue of one consumer warp: its 16-row bands (one per m64 block), Cols columns at a time, staged
+// through `stage` so every lane applies the epilogue to 4 consecutive columns and stores one vector.
+// Identity: every chunk unrolled, all of a lane's vectors in flight. General (any Epi; the built-in
+// one goes to store_builtin instead, General = false drops this code): Epi::apply per vector.
+template <class ML, class Epi, class TOut, bool General = true>
+__device__ __forceinline__ void store_accumulators(const GemmParams<typename Epi::Params>& p,
+                                                   typename ML::Accumulators& acc, float* stage, int row0, int col0,
+                                                   bool identity) {
+  constexpr int cols = smem_layout::sm90_epilogue_cols, stride = cols + smem_layout::sm90_epilogue_pad;
+  constexpr int chunks = ML::WN / cols, vectors = smem_layout::epilogue_band_rows * cols / 4;
+  const int lane = threadIdx.x & 31;
+  TOut* D = static_cast<TOut*>(p.d);
+  const bool vec4 = p.d_vec4;  // host checked that D, C, bias and residual allow 4-element vectors
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    (
+        [&] {
+          constexpr int mi = I / chunks, ch = I % chunks;
+          const int rb = row0 + 64 * mi, cb = col0 + ch * cols;
+          if (rb >= p.m || cb >= p.n) return;  // warp-uniform: the band chunk is outside D
+          __syncwarp();
+          ML::template stage_chunk<mi, ch, cols>(acc, stage, stride);
+          __syncwarp();
+          if (!General || identity) {  // D = A·B: all of the lane's vectors in flight at once
+#pragma unroll
+            for (int v = lane; v < vectors; v += 32) {
+              const int r = v / (cols / 4), c = (v % (cols / 4)) * 4;
+              const int row = rb + r, col = cb + c;
+              float x[4];
+              *reinterpret_cast<float4*>(x) = *reinterpret_cast<const float4*>(stage + r * stride + c);
+              if (row < p.m && col < p.n)
+                store_vector(D + static_cast<std::int64_t>(row) * p.ldd + col, x, min(4, p.n - col), vec4);
+            }
+          } else {  // not unrolled: inlining every activation 8x per chunk halved bias+relu speed (H200)
+#pragma unroll 1
+            for (int v = lane; v < vectors; v += 32) {
+              const int r = v / (cols / 4), c = (v % (cols / 4)) * 4;
+              const int row = rb + r, col = cb + c;
+              if (row >= p.m || col >= p.n) continue;
+              const int n = min(4, p.n - col);
+              float x[4];
+              *reinterpret_cast<float4*>(x) = *reinterpret_cast<const float4*>(stage + r * stride + c);
+              Epi::template apply<TOut>(p.ep, row, col, x, n);
+              store_vector(D + static_cast<std::int64_t>(row) * p.ldd + col, x, n, vec4);
+            }
+          }
+        }(),
+        ...);
+  }(std::make_integer_sequence<int, ML::MI * chunks>{});
+}
+
+// Stage chunk k (a run-time index) of the warp's accumulators: the chunk's compile-time copy is picked
+// by comparison (at most MI·WN/Cols of them), so the accumulators stay in registers.
+template <class ML, int Cols>
+__device__ __forceinline__ void stage_chunk_at(int k, typename ML::Accumulators& acc, float* stage, int stride) {
+  constexpr int chunks = ML::WN / Cols;
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    ((k == I ? ML::template stage_chunk<I / chunks, I % chunks, Cols>(acc, stage, stride) : void()), ...);
+  }(std::make_integer_sequence<int, ML::MI * chunks>{});
+}
+
+// The built-in epilogue v = act(alpha·acc + beta·C + bias[col] + residual[row, col]), then clamp, for
+// one consumer warp (see the top of this file); the same arithmetic in the same order as
+// Builtin::apply. Registers are the limit: the accumulators (MI·WN/2 per thread) stay live through
+// the run-time loops, so a lane holds one vector of each operand ahead of its use: the next chunk's
+// bias, the next pass's C and residual.
+template <class ML, class TOut>
+__device__ __forceinline__ void store_builtin(const GemmParams<epilogue::Builtin::Params>& p,
+                                              typename ML::Accumulators& acc, float* stage, int row0, int col0) {
+  using V = epilogue::Vec4<TOut>;
+  constexpr int cols = smem_layout::sm90_epilogue_cols, stride = cols + smem_layout::sm90_epilogue_pad;
+  constexpr int chunks = ML::WN / cols, lanes_per_row = cols / 4, rows_per_pass = 32 / lanes_per_row;
+  constexpr int passes = smem_layout::epilogue_band_rows / rows_per_pass;  // vectors per lane and chunk
+  const epilogue::Builtin::Params& ep = p.ep;
+  const int lane = threadIdx.x & 31, r0 = lane / lanes_per_row, c = (lane % lanes_per_row) * 4;
+  const bool vec4 = p.d_vec4;  // host checked that D, C, bias and residual allow 4-element vectors
+  const TOut* C = ep.beta != 0.0f ? static_cast<const TOut*>(ep.c) : nullptr;
+  const TOut* R = static_cast<const TOut*>(ep.residual);
+  const TOut* B = static_cast<const TOut*>(ep.bias);
+  TOut* D = static_cast<TOut*>(p.d);
+  // C and residual of one row vector (C may alias D: a lane reads only elements it writes later).
+  auto load_rows = [&](int row, int col, int n, V& cv, V& rv) {
+    if (row >= p.m || n <= 0) return;
+    if (C != nullptr) cv = epilogue::load_vec4(C + static_cast<std::int64_t>(row) * ep.ldc + col, n, vec4);
+    if (R != nullptr) rv = epilogue::load_vec4(R + static_cast<std::int64_t>(row) * ep.ldr + col, n, vec4);
+  };
+  auto load_bias = [&](int k, V& b) {
+    const int col = col0 + cols * (k % chunks) + c;
+    if (B != nullptr && k < ML::MI * chunks && col < p.n) b = epilogue::load_vec4(B + col, min(4, p.n - col), vec4);
+  };
+  V b_next{};
+  load_bias(0, b_next);
+#pragma unroll 1
+  for (int k = 0; k < ML::MI * chunks; ++k) {
+    const V b = b_next;
+    load_bias(k + 1, b_next);
+    const int rb = row0 + 64 * (k / chunks), cb = col0 + cols * (k % chunks);
+    if (rb >= p.m || cb >= p.n) continue;  // warp-uniform: the band chunk is outside D
+    const int col = cb + c, n = min(4, p.n - col);  // n ≤ 0: the lane's columns lie past N
+    V c_next{}, r_next{};
+    load_rows(rb + r0, col, n, c_next, r_next);
+    __syncwarp();
+    stage_chunk_at<ML, cols>(k, acc, stage, stride);
+    __syncwarp();
+#pragma unroll 1
+    for (int i = 0; i < passes; ++i) {
+      const int row = rb + r0 + rows_per_pass * i;
+      const V cv = c_next, rv = r_next;
+      if (i + 1 < passes) load_rows(row + rows_per_pass, col, n, c_next, r_next);
+      const float4 s = *reinterpret_cast<const float4*>(stage + (r0 + rows_per_pass * i) * stride + c);
+      float x[4] = {s.x, s.y, s.z, s.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float v = ep.alpha * x[e];
+        if (C != nullptr) v += ep.beta * epilogue::to_float(cv.e[e]);
+        if (B != nullptr) v += epilogue::to_float(b.e[e]);
+        if (R != nullptr) v += epilogue::to_float(rv.e[e]);
+        x[e] = v;
+      }
+      epilogue::activate(ep.activation, x);
+      if (ep.clamp) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) x[e] = fminf(fmaxf(x[e], ep.clamp_lo), ep.clamp_hi);
+      }
+      if (row < p.m && n > 0) store_vector(D + static_cast<std::int64_t>(row) * p.ldd + col, x, n, vec4);
+    }
+  }
+}
+
+// The consumer warp's store of one tile: the built-in epilogue's three forms, or Epi::apply.
+template <class ML, class Epi, class TOut>
+__device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params>& p, typename ML::Accumulators& acc,
+                                           float* stage, int row0, int col0, bool identity) {
+  if constexpr (std::is_same_v<Epi, epilogue::Builtin>) {
+    if (identity) store_accumulators<ML, Epi, TOut, false>(p, acc, stage, row0, col0, true);
+    else store_builtin<ML, TOut>(p, acc, stage, row0, col0);
+  } else {
+    store_accumulators<ML, Epi, TOut>(p, acc, stage, row0, col0, identity);
+  }
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// Identity epilogue through TMA stores: per m64 block and 128 bytes of a row (64 16-bit or 32 fp32
+// columns), the warp writes its 16 rows as packed pairs (float2 / __half2 / __nv_bfloat162) into one
+// of its two 2 KB buffers in the TMA's 128-byte swizzle (16-byte chunk c of row r at c ^ (r % 8):
+// conflict-free), then lane 0 stores the 16-row box. A buffer is rewritten only once the store issued
+// from it two boxes earlier has read it (bulk wait_group.read 1), also across tiles; the caller waits
+// for all of them before the CTA exits.
+template <class ML, class TOut>
+__device__ __forceinline__ void store_accumulators_tma(const CUtensorMap* map, typename ML::Accumulators& acc,
+                                                       char* buffers, int row0, int col0, int m, int n) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  constexpr int box_cols = 128 / int(sizeof(TOut)), boxes = ML::WN / box_cols, blocks = box_cols / 8;
+  auto pack = [](float x, float y) {
+    if constexpr (std::is_same_v<TOut, float>) return make_float2(x, y);
+    else if constexpr (std::is_same_v<TOut, __half>) return __floats2half2_rn(x, y);
+    else return __floats2bfloat162_rn(x, y);
+  };
+#pragma unroll
+  for (int mi = 0; mi < ML::MI; ++mi)
+#pragma unroll
+    for (int b = 0; b < boxes; ++b) {
+      const int rb = row0 + 64 * mi, cb = col0 + box_cols * b;
+      if (rb >= m || cb >= n) continue;  // warp-uniform: the box lies outside D
+      char* buf = buffers + ((mi * boxes + b) & 1) * sm90_tma_store_box_bytes;
+      if (lane == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<1>{});
+      __syncwarp();
+#pragma unroll
+      for (int j = 0; j < blocks; ++j) {
+        const int jj = blocks * b + j;  // accumulator column block (8 columns)
+        const int byte = (8 * j + 2 * t) * int(sizeof(TOut));
+        const int at = (((byte >> 4) ^ g) << 4) + (byte & 15);  // rows g and g + 8 have the same swizzle phase
+        auto lo = pack(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
+        auto hi = pack(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
+        *reinterpret_cast<decltype(lo)*>(buf + g * 128 + at) = lo;
+        *reinterpret_cast<decltype(hi)*>(buf + (g + 8) * 128 + at) = hi;
+      }
+      cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy writes → the TMA (async proxy)
+      __syncwarp();
+      if (lane == 0) {
+        tma_store_2d(map, cb, rb, buf);
+        cuda::ptx::cp_async_bulk_commit_group();
+      }
+    }
+}
+#endif
+
+}  // namespace ktune::kernel::sm90
