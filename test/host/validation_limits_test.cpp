@@ -1,14 +1,19 @@
 // Host tests: what fuzzing found (test/fuzz/, corpus files bug_*) in argument validation and the cache. Byte
 // extents that overflow 64 bits or wrap around the address space, enum values outside the
-// enumerations, the tuning-cache line of an M bucketed to 2^31, and merge order; and launch options
-// outside their ranges. Pointers are fake addresses.
+// enumerations, the tuning-cache line of an M bucketed to 2^31, and merge order; launch options
+// outside their ranges; the kernels' 32-bit raster and split-K index math at its limits. Pointers are
+// fake addresses.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ktune/dispatch.hpp"
+#include "ktune/gemm/kernel/schedule.cuh"
 #include "ktune/gemm/tactics.hpp"
 #include "ktune/problem.hpp"
 #include "ktune/tuner/cache.hpp"
@@ -208,4 +213,101 @@ TEST_CASE("launch options outside their ranges are invalid arguments, and every 
     if (!parse_launch_suffix(suffix, parsed, why)) continue;  // not canonical: the parser's business
     CHECK(check_launch_options(e, parsed).ok());
   }
+}
+
+namespace {
+
+// The raster order in 64-bit arithmetic with the caller's group as given: what grouped_raster must
+// compute, without the clamp and without any chance of overflow.
+kernel::TileCoord raster_reference(std::int64_t block, std::int64_t tiles_m, std::int64_t tiles_n, std::int64_t group) {
+  const std::int64_t per_group = group * tiles_n;
+  const std::int64_t group_id = block / per_group;
+  const std::int64_t first_m = group_id * group;
+  const std::int64_t rows = std::min(tiles_m - first_m, group);
+  const std::int64_t in_group = block - group_id * per_group;
+  return {static_cast<int>(first_m + in_group % rows), static_cast<int>(in_group / rows)};
+}
+
+}  // namespace
+
+TEST_CASE("grouped_raster: every block gets its own tile, for every group, on small grids") {
+  for (int tm = 1; tm <= 13; ++tm)
+    for (int tn = 1; tn <= 11; ++tn)
+      for (int g : {1, 2, 3, 8, 16, 1024, std::numeric_limits<int>::max()}) {
+        CAPTURE(tm);
+        CAPTURE(tn);
+        CAPTURE(g);
+        std::vector<int> seen(static_cast<std::size_t>(tm * tn), 0);
+        for (int b = 0; b < tm * tn; ++b) {
+          const kernel::TileCoord t = kernel::grouped_raster(b, tm, tn, g);
+          const kernel::TileCoord r = raster_reference(b, tm, tn, g);
+          REQUIRE(t.m == r.m);
+          REQUIRE(t.n == r.n);
+          REQUIRE(t.m >= 0);
+          REQUIRE(t.m < tm);
+          REQUIRE(t.n >= 0);
+          REQUIRE(t.n < tn);
+          ++seen[static_cast<std::size_t>(t.m * tn + t.n)];
+        }
+        for (int v : seen) REQUIRE(v == 1);
+      }
+}
+
+TEST_CASE("grouped_raster: 32-bit math at the limits (tile counts up to 2^31 - 1, groups up to INT_MAX)") {
+  constexpr int kIntMax = std::numeric_limits<int>::max();
+  // Grids whose tile count is at most 2^31 - 1 (the launchers reject more: "too many output tiles").
+  // 1023 x 2^21: N = 2^27 with 64-wide tiles, where group 1024 used to compute 1024 · 2^21 = 2^31.
+  const std::pair<int, int> grids[] = {{1, kIntMax}, {kIntMax, 1}, {1023, 1 << 21}, {46340, 46340}, {65535, 32768}, {2, (1 << 30) - 1}};
+  for (const auto& [tm, tn] : grids) {
+    const std::int64_t tiles = std::int64_t{tm} * tn;
+    REQUIRE(tiles <= kIntMax);
+    for (int g : {1, 8, 16, 64, 1024, 46341, kIntMax}) {
+      CAPTURE(tm);
+      CAPTURE(tn);
+      CAPTURE(g);
+      // Blocks at both ends, around the first group boundaries and spread over the whole grid.
+      std::vector<std::int64_t> blocks{0, 1, tiles / 2, tiles - 2, tiles - 1};
+      const std::int64_t per_group = std::min<std::int64_t>(g, tm) * tn;
+      for (std::int64_t b : {per_group - 1, per_group, per_group + 1, 2 * per_group - 1, 2 * per_group}) blocks.push_back(b);
+      std::uint64_t x = 0x9E3779B97F4A7C15ull;
+      for (int i = 0; i < 64; ++i) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        blocks.push_back(static_cast<std::int64_t>(x % static_cast<std::uint64_t>(tiles)));
+      }
+      for (std::int64_t b : blocks) {
+        if (b < 0 || b >= tiles) continue;
+        CAPTURE(b);
+        const kernel::TileCoord t = kernel::grouped_raster(static_cast<int>(b), tm, tn, g);
+        const kernel::TileCoord r = raster_reference(b, tm, tn, g);
+        CHECK(t.m == r.m);
+        CHECK(t.n == r.n);
+        CHECK((t.m >= 0 && t.m < tm && t.n >= 0 && t.n < tn));
+      }
+    }
+  }
+  // A group below 1 (never passed by the launchers, which map it to 8) still stays in the grid.
+  const kernel::TileCoord t = kernel::grouped_raster(5, 3, 4, 0);
+  CHECK((t.m >= 0 && t.m < 3 && t.n >= 0 && t.n < 4));
+  CHECK(kernel::effective_raster_group(3, -7) == 1);
+  CHECK(kernel::effective_raster_group(3, 1024) == 3);
+  CHECK(kernel::effective_raster_group(4096, 1024) == 1024);
+}
+
+TEST_CASE("k_slice: slices cover every k-tile once, up to 2^31 - 1 k-tiles and 256 slices") {
+  constexpr int kIntMax = std::numeric_limits<int>::max();
+  for (int k_tiles : {1, 2, 255, 256, 257, 65536, kIntMax - 1, kIntMax})
+    for (int splits : {1, 2, 3, 7, 128, 255, 256}) {
+      CAPTURE(k_tiles);
+      CAPTURE(splits);
+      std::int64_t next = 0;
+      for (int s = 0; s < splits; ++s) {
+        const kernel::KRange r = kernel::k_slice(k_tiles, s, splits);
+        REQUIRE(r.first == next);
+        REQUIRE(r.count >= 0);
+        next += r.count;
+      }
+      CHECK(next == k_tiles);
+    }
 }
