@@ -10,6 +10,11 @@ Reads
   * ktune-profile CSV (--csv) or JSON (--json) (tools/ktune-profile/output.cu): one row per
     instance and problem plus the cuBLAS row; the best instance is the fastest that passed
     verification, as ktune-profile itself defines it.
+  * Google Benchmark JSON written by bench/bench_conv.cu: conv/<type>/n<N>/<layer>/<what> with
+    <what> = cudnn_fused (the reference), cudnn_unfused (a second reference), ktune or an instance.
+  * ktune-conv-bench CSV (--csv, tools/conv-bench/conv_bench.cu): one row per layer and instance,
+    cuDNN's fused time per layer; its TF/s is derived from the row's own TF/s and time
+    (TF/s x µs / cuDNN µs), the ratio is cuDNN µs / ktune µs.
 
 Writes, for each input <stem>.<ext>, into --out (default: the input's folder):
   <stem>-summary.png    per problem: cuBLAS, ktune's pick and the best instance in TF/s, and the
@@ -72,6 +77,8 @@ class Problem:
     epilogue: str = ""
     ref_name: str = ""               # cublasLt, cublasGemmEx, ...
     ref_tflops: Optional[float] = None
+    ref2_name: str = ""              # a second reference (cuDNN unfused), when measured
+    ref2_tflops: Optional[float] = None
     pick_name: str = ""              # the library's own choice (heuristic), when known
     pick_tflops: Optional[float] = None
     instances: List[Instance] = field(default_factory=list)
@@ -93,6 +100,9 @@ class Run:
     statistic: str = ""              # which statistic of repeated runs
     notes: List[str] = field(default_factory=list)
     problems: List[Problem] = field(default_factory=list)
+    op: str = "gemm"                 # "gemm" or "conv": what TF/s counts
+    pick_legend: str = "ktune pick (heuristic, untuned)"
+    pick_note: str = "*pick* is the instance ktune's heuristic chooses without tuning."
 
     @property
     def stem(self) -> str:
@@ -135,6 +145,22 @@ def problem_label(precision: str, layout: str, shape: str, epilogue: str = "") -
     return label
 
 
+def conv_label(fields: List[str]) -> str:
+    """["f16", "n32", "56x56_64to64_3x3_s1"] -> "f16 N32 56² 64→64 3×3 s1" (bench_conv.cu's names)."""
+    out = [f for f in fields[:1]]
+    if len(fields) > 1:
+        out.append(fields[1].upper() if re.fullmatch(r"n\d+", fields[1]) else fields[1])
+    if len(fields) > 2:
+        m = re.fullmatch(r"(\d+)x(\d+)_(\d+)to(\d+)_(\d+)x(\d+)_s(\d+)(_p\d+)?", fields[2])
+        if m:
+            h, w, c, k, r, sz, st, pad = m.groups()
+            hw = f"{h}²" if h == w else f"{h}×{w}"
+            out.append(f"{hw} {c}→{k} {r}×{sz} s{st}" + (f" p{pad[2:]}" if pad else ""))
+        else:
+            out.extend(fields[2:])
+    return " ".join(out)
+
+
 def to_float(s) -> Optional[float]:
     if s is None:
         return None
@@ -153,7 +179,7 @@ def to_float(s) -> Optional[float]:
 
 def commit_from_filename(path: str) -> Optional[str]:
     stem = os.path.splitext(os.path.basename(path))[0]
-    m = re.fullmatch(r"(?:ktune-profile-)?([0-9a-f]{7,40})", stem)
+    m = re.fullmatch(r"(?:[A-Za-z0-9_.]+(?:-[A-Za-z][A-Za-z0-9_.]*)*-)?([0-9a-f]{7,40})", stem)
     return m.group(1) if m else None
 
 
@@ -211,6 +237,58 @@ def read_profile_csv(path: str) -> Run:
     if p_missing := [p.key for p in run.problems if p.ref_tflops is None]:
         run.notes.append("no cuBLAS time for: " + ", ".join(p_missing))
     run.statistic = ("median of " + "/".join(sorted(repeats)) + " repeats") if repeats else ""
+    c = commit_from_filename(path)
+    if c:
+        run.commit = c
+    return run
+
+
+_CONV_LAYER_RE = re.compile(r"(\d+) (\d+)->(\d+) (\d+)x(\d+) s(\d+)(?: p(\d+))?")
+
+
+def read_conv_bench_csv(path: str, rows: List[dict]) -> Run:
+    run = Run(source=path, kind="ktune-conv-bench CSV", op="conv")
+    run.method = ("ktune-conv-bench: cuDNN fused once per layer, then every ktune instance that accepts the layer "
+                  "(mma.sync instances of the best gather only) checked against cuDNN's output; CUDA events around "
+                  "a CUDA graph of 10 calls")
+    run.statistic = "median of 5 replays"
+    by_key: Dict[str, Problem] = {}
+    derived = False
+    for r in rows:
+        key = r["layer"]
+        p = by_key.get(key)
+        if p is None:
+            m = _CONV_LAYER_RE.fullmatch(key.strip())
+            label = key
+            if m:
+                hw, c, k, rr, ss, st, pad = m.groups()
+                label = f"{hw}² {c}→{k} {rr}×{ss} s{st}" + (f" p{pad}" if pad else "")
+            p = Problem(key=key, label=label, precision="f16", layout="nhwc", ref_name="cuDNN fused")
+            by_key[key] = p
+            run.problems.append(p)
+        us, tf, err = to_float(r.get("us")), to_float(r.get("tflops")), to_float(r.get("rel_err_vs_cudnn"))
+        fused_us = to_float(r.get("cudnn_fused_us"))
+        if us is None or us <= 0 or not tf:
+            tf = None
+        # cuDNN's TF/s from this row's work (TF/s x µs) over cuDNN's µs: the CSV has no sizes of its own
+        if p.ref_tflops is None and tf is not None and fused_us and fused_us > 0:
+            p.ref_tflops = tf * us / fused_us
+            derived = True
+        unfused_us = to_float(r.get("cudnn_unfused_us"))
+        if p.ref2_tflops is None and tf is not None and unfused_us and unfused_us > 0:
+            p.ref2_name, p.ref2_tflops = "cuDNN unfused", tf * us / unfused_us
+        status = "PASS" if tf is not None and err is not None and 0 <= err <= 1e-2 else \
+            "FAIL" if tf is not None and err is not None and err > 1e-2 else "ERROR" if tf is None else "UNVERIFIED"
+        inst = Instance(name=r["instance"], tflops=tf, status=status, pick=r.get("picked", "0") == "1",
+                        message="" if err is None else f"rel_err {err:.1e}")
+        p.instances.append(inst)
+        if inst.pick:
+            p.pick_name, p.pick_tflops = inst.name, (tf if status == "PASS" else None)
+    if derived:
+        run.notes.append("cuDNN TF/s = a ktune row's TF/s × its µs ÷ cuDNN's µs (the CSV records times, not sizes); "
+                         "ratios are cuDNN µs ÷ ktune µs")
+    if p_missing := [p.label for p in run.problems if p.ref_tflops is None]:
+        run.notes.append("no cuDNN time for: " + ", ".join(p_missing))
     c = commit_from_filename(path)
     if c:
         run.commit = c
@@ -276,6 +354,11 @@ def read_gbench_json(path: str, doc: dict) -> Run:
           f"cuBLASLt {ctx['cublaslt']}" if ctx.get("cublaslt") else ""]
     run.software = ", ".join(s for s in sw if s)
     run.method = ctx.get("timing", "Google Benchmark, manual time")
+    # The "ktune" benchmark is the one-call API as a user calls it: the default tuner's choice (tuned by
+    # its first call unless KTUNE_TUNING says otherwise), not necessarily the heuristic's instance.
+    run.pick_legend = "ktune (its own choice, as called)"
+    run.pick_note = ("*pick* is what ktune's one-call API runs when no instance is named: with default settings the "
+                     "tuner's choice, tuned by its first call.")
     if ctx.get("l2_policy"):
         run.method += "; " + ctx["l2_policy"]
 
@@ -299,14 +382,21 @@ def read_gbench_json(path: str, doc: dict) -> Run:
         if p is None:
             fields = parts[1:-1]            # precision, layout, shape for gemm/...
             precision = fields[0] if len(fields) > 0 else ""
-            layout = fields[1] if len(fields) > 1 else ""
-            shape = fields[2] if len(fields) > 2 and re.fullmatch(r"\d+(x\d+)*", fields[2]) else ""
-            label = problem_label(precision, layout, shape) if shape else "/".join(parts[:-1])
-            if parts[0] != "gemm":
-                label = f"{parts[0]} {label}"
-            p = Problem(key=key, label=label, precision=precision, layout=layout, shape=shape)
-            by_key[key] = p
-            run.problems.append(p)
+            if parts[0] == "conv":          # conv/<type>/n<N>/<layer>: bench_conv.cu
+                run.op = "conv"
+                label = conv_label(fields)
+                p = Problem(key=key, label=label, precision=precision, layout="nhwc", shape="")
+                by_key[key] = p
+                run.problems.append(p)
+            else:
+                layout = fields[1] if len(fields) > 1 else ""
+                shape = fields[2] if len(fields) > 2 and re.fullmatch(r"\d+(x\d+)*", fields[2]) else ""
+                label = problem_label(precision, layout, shape) if shape else "/".join(parts[:-1])
+                if parts[0] != "gemm":
+                    label = f"{parts[0]} {label}"
+                p = Problem(key=key, label=label, precision=precision, layout=layout, shape=shape)
+                by_key[key] = p
+                run.problems.append(p)
 
         errors = [e for e in entries if e.get("error_occurred") or e.get("skipped")]
         ok = [e for e in entries if e not in errors]
@@ -330,9 +420,13 @@ def read_gbench_json(path: str, doc: dict) -> Run:
         status = "PASS" if tf is not None else "ERROR"
         message = next((e.get("error_message") or e.get("skip_message") or "" for e in errors), "")
 
-        if what.lower().startswith(("cublas", "cudnn")):
-            if p.ref_tflops is None or what == "cublasLt":
-                p.ref_name = label or what
+        if what == "cudnn_unfused":
+            p.ref2_name, p.ref2_tflops = "cuDNN unfused", tf
+            if tf is None:
+                run.notes.append(f"{p.label}: {what} not timed" + (f": {message}" if message else ""))
+        elif what.lower().startswith(("cublas", "cudnn")):
+            if p.ref_tflops is None or what in ("cublasLt", "cudnn_fused"):
+                p.ref_name = "cuDNN fused" if what == "cudnn_fused" else label or what
                 p.ref_tflops = tf
             if tf is None:
                 run.notes.append(f"{p.label}: {what} not timed" + (f": {message}" if message else ""))
@@ -354,6 +448,10 @@ def read_gbench_json(path: str, doc: dict) -> Run:
 
 def read_input(path: str) -> Run:
     if path.lower().endswith(".csv"):
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        if rows and {"layer", "instance", "us", "tflops", "cudnn_fused_us"}.issubset(rows[0].keys()):
+            return read_conv_bench_csv(path, rows)
         return read_profile_csv(path)
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
@@ -370,6 +468,15 @@ def read_input(path: str) -> Run:
 def title_of(run: Run, sep: str = " — ") -> str:
     """'ktune vs cuBLASLt on <GPU>' + sep + 'commit <c> · <date>' (charts put the two on two lines)."""
     return f"ktune vs {ref_names(run)} on {run.gpu}{sep}commit {run.commit} · {run.date}"
+
+
+def tflops_definition(run: Run) -> str:
+    return ("TF/s = 2·N·P·Q·K·R·S·C per convolution (its implicit GEMM) over GPU time" if run.op == "conv"
+            else "TF/s = 2·M·N·K per GEMM over GPU time")
+
+
+def has_ref2(run: Run) -> bool:
+    return any(p.ref2_tflops is not None for p in run.problems)
 
 
 def ref_names(run: Run) -> str:
@@ -392,15 +499,24 @@ def has_instances(run: Run) -> bool:
 def markdown_table(run: Run) -> str:
     ref = ref_names(run)
     cols = ["problem", f"{ref} TF/s"]
+    ref2 = next((p.ref2_name for p in run.problems if p.ref2_name), "")
+    if has_ref2(run):
+        cols += [f"{ref2} TF/s"]
     if has_pick(run):
         cols += ["ktune pick TF/s", "pick ratio"]
+        if has_ref2(run):
+            cols += [f"pick ÷ {ref2}"]
     if has_instances(run):
         cols += ["best instance TF/s", "best ratio", "best instance", "verified"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for p in run.problems:
         row = [p.label, fmt_tf(p.ref_tflops)]
+        if has_ref2(run):
+            row += [fmt_tf(p.ref2_tflops)]
         if has_pick(run):
             row += [fmt_tf(p.pick_tflops), fmt_ratio(ratio(p.pick_tflops, p.ref_tflops))]
+            if has_ref2(run):
+                row += [fmt_ratio(ratio(p.pick_tflops, p.ref2_tflops))]
         if has_instances(run):
             b = p.best()
             passed = sum(1 for i in p.instances if i.status == "PASS")
@@ -408,6 +524,31 @@ def markdown_table(run: Run) -> str:
                     f"`{short_instance(b.name)}`" if b else "—", f"{passed}/{len(p.instances)}"]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
+
+
+def geomean(values: List[Optional[float]]) -> Optional[float]:
+    v = [x for x in values if x is not None and x > 0]
+    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else None
+
+
+def geomean_line(run: Run) -> str:
+    """'Geomean over n problems: ...' of the ratios the table shows (each over the problems that have it)."""
+    ref = ref_names(run)
+    parts = []
+    if has_pick(run):
+        r = [ratio(p.pick_tflops, p.ref_tflops) for p in run.problems]
+        if g := geomean(r):
+            parts.append(f"pick ÷ {ref} {g:.2f}× ({sum(1 for x in r if x)} problems)")
+        if has_ref2(run):
+            ref2 = next(p.ref2_name for p in run.problems if p.ref2_name)
+            r2 = [ratio(p.pick_tflops, p.ref2_tflops) for p in run.problems]
+            if g := geomean(r2):
+                parts.append(f"pick ÷ {ref2} {g:.2f}× ({sum(1 for x in r2 if x)} problems)")
+    if has_instances(run):
+        rb = [ratio(p.best().tflops, p.ref_tflops) if p.best() else None for p in run.problems]
+        if g := geomean(rb):
+            parts.append(f"best instance ÷ {ref} {g:.2f}× ({sum(1 for x in rb if x)} problems)")
+    return ("Geomean: " + "; ".join(parts) + ".") if parts else ""
 
 
 def write_markdown(run: Run, out_dir: str, pngs: List[str], argv: List[str]) -> str:
@@ -424,10 +565,10 @@ def write_markdown(run: Run, out_dir: str, pngs: List[str], argv: List[str]) -> 
     if run.method:
         out.append(f"Timing: {run.method}" + (f" ({run.statistic})." if run.statistic else "."))
         out.append("")
-    expl = [f"TF/s = 2·M·N·K per GEMM over GPU time; ratio = ktune TF/s ÷ {ref} TF/s in the same file "
+    expl = [f"{tflops_definition(run)}; ratio = ktune TF/s ÷ {ref} TF/s in the same file "
             "(> 1 is faster than the reference)."]
     if has_pick(run):
-        expl.append("*pick* is the instance ktune's heuristic chooses without tuning.")
+        expl.append(run.pick_note)
     if has_instances(run):
         expl.append("*best instance* is the fastest instance that passed verification "
                     "(what a tuned call would run); *verified* counts the instances that passed.")
@@ -435,6 +576,9 @@ def write_markdown(run: Run, out_dir: str, pngs: List[str], argv: List[str]) -> 
     out.append("")
     out.append(markdown_table(run))
     out.append("")
+    if gl := geomean_line(run):
+        out.append(gl)
+        out.append("")
     for n in run.notes:
         out.append(f"- {n}")
     if run.notes:
@@ -464,6 +608,7 @@ def guard_overwrite(path: str) -> None:
 REF_COLOR = "#8c8c8c"
 PICK_COLOR = "#9ecae1"
 BEST_COLOR = "#2171b5"
+REF2_COLOR = "#d9d9d9"
 INSTANCE_COLOR = "#6baed6"
 
 
@@ -502,8 +647,10 @@ def plot_summary(run: Run, path: str) -> Optional[str]:
         return None
     ref = ref_names(run)
     series = [(ref, REF_COLOR, lambda p: p.ref_tflops)]
+    if has_ref2(run):
+        series.append((next(p.ref2_name for p in run.problems if p.ref2_name), REF2_COLOR, lambda p: p.ref2_tflops))
     if has_pick(run):
-        series.append(("ktune pick (heuristic, untuned)", PICK_COLOR, lambda p: p.pick_tflops))
+        series.append((run.pick_legend, PICK_COLOR, lambda p: p.pick_tflops))
     if has_instances(run):
         series.append(("ktune best instance (tuned)", BEST_COLOR, lambda p: (p.best().tflops if p.best() else None)))
     n = len(probs)
@@ -535,7 +682,7 @@ def plot_summary(run: Run, path: str) -> Optional[str]:
     ax.set_title(_source_line(run), fontsize=8, color="#444")
 
     # Ratio panel: ktune ÷ reference, 1.0 = parity.
-    rseries = series[1:]
+    rseries = [x for x in series[1:] if x[1] != REF2_COLOR]
     if rseries:
         bars(axr, rseries, lambda get, p: ratio(get(p), p.ref_tflops), lambda v: f"{v:.2f}×", 0.8 / len(rseries))
         rtop = max([ratio(get(p), p.ref_tflops) or 0.0 for _, _, get in rseries for p in probs] + [1.0])
@@ -553,7 +700,7 @@ def plot_summary(run: Run, path: str) -> Optional[str]:
 
     fig.suptitle(title_of(run, "\n"), fontsize=11, fontweight="bold")
     width = max(60, int(fig.get_figwidth() * 17))
-    fig.supxlabel("\n".join(w for line in ["TF/s = 2·M·N·K / GPU time; ratio = ktune TF/s ÷ reference TF/s measured in "
+    fig.supxlabel("\n".join(w for line in [tflops_definition(run) + "; ratio = ktune TF/s ÷ reference TF/s measured in "
                                             "the same run on the same data (no number here is estimated)."] + run.notes
                             for w in textwrap.wrap(line, width, break_on_hyphens=False)), fontsize=7, color="#444")
     _save(fig, path)

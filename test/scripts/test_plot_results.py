@@ -73,6 +73,39 @@ f32 tn 256x512x128 bias_relu,f32,tn,256,512,128,bias_relu,ktune_gemm_sm80_simt_f
 """
 
 
+# Google Benchmark JSON as bench_conv writes it (single runs, no repetitions): both cuDNN references,
+# ktune's pick and two swept instances of one layer.
+CONV = "conv/f16/n32/56x56_64to64_3x3_s1/"
+
+
+def _conv_doc():
+    ib = "ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_"
+    benches = []
+    for what, tf, label in [("cudnn_fused", 300.0, "cudnnConvolutionBiasActivationForward, f16 bias"),
+                            ("cudnn_unfused", 120.0, "cudnnConvolutionForward algo 1 + AddTensor + Activation"),
+                            ("ktune", 200.0, ib + "128x64x64_w64x64_s6_a8"),
+                            (ib + "128x64x64_w64x64_s6_a8", 200.0, None),
+                            (ib + "128x128x64_w64x128_s4_a8", 240.0, None)]:
+        e = {"name": f"{CONV}{what}/manual_time", "run_name": f"{CONV}{what}/manual_time", "run_type": "iteration",
+             "repetitions": 1, "repetition_index": 0, "threads": 1, "iterations": 100, "real_time": 25.0,
+             "cpu_time": 3.0, "time_unit": "us", "TF/s": tf, "GB/s": 1000.0}
+        if label:
+            e["label"] = label
+        benches.append(e)
+    return {"context": {"date": "2026-12-01T11:00:00+00:00", "gpu": "NVIDIA H200", "cuda_driver": "13.0",
+                        "cuda_runtime": "13.0", "cudnn": "9.14.0", "ktune_commit": "0badc0de",
+                        "timing": "CUDA events around CUDA-graph replays"},
+            "benchmarks": benches}
+
+
+CONV_CSV = """layer,instance,route,picked,us,tflops,rel_err_vs_cudnn,cudnn_fused_us,cudnn_unfused_us
+56 64->64 1x1 s1,ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w32x32_s4_a8,sm80_mma,0,20.00,41.1,0.00e+00,8.00,
+56 64->64 1x1 s1,conv_gemm1x1+ktune_gemm_sm90_wgmma_f16_tn_128x64x64_w64x64_s6_a8,sm90_gemm1x1,1,25.00,32.9,0.00e+00,8.00,
+56 64->64 1x1 s1,ktune_conv2d_fprop_sm80_f16_optimized_64x64x64_w32x32_s4_a8,sm80_mma,0,10.00,82.2,5.00e-01,8.00,
+224 3->64 7x7 s2,ktune_conv2d_fprop_sm80_f16_few_channels_c3_256x64x32_w64x32_s3_a1,sm80_mma,1,-1.00,0.0,-1.00e+00,60.00,
+"""
+
+
 def read(path):
     with open(path, encoding="utf-8") as f:
         return f.read()
@@ -143,6 +176,42 @@ class Parsing(unittest.TestCase):
         self.assertEqual((run.gpu, run.commit, run.date), ("NVIDIA H200", "feedbee", pr.NOT_RECORDED))
         (p,) = run.problems
         self.assertEqual((p.ref_tflops, p.pick_tflops, p.best().tflops), (0.262, 0.131, 0.131))
+
+    def test_conv_gbench_json(self):
+        path = os.path.join(self.dir, "bench_conv-0badc0de.json")
+        with open(path, "w") as f:
+            json.dump(_conv_doc(), f)
+        run = pr.read_input(path)
+        self.assertEqual((run.op, run.commit), ("conv", "0badc0de"))
+        (p,) = run.problems
+        self.assertEqual(p.label, "f16 N32 56² 64→64 3×3 s1")
+        self.assertEqual((p.ref_name, p.ref_tflops, p.ref2_name, p.ref2_tflops), ("cuDNN fused", 300.0, "cuDNN unfused", 120.0))
+        self.assertEqual((p.pick_tflops, p.best().tflops), (200.0, 240.0))
+        self.assertEqual(pr.ref_names(run), "cuDNN fused")
+        rc, _ = run_main(["--no-png", path])
+        self.assertEqual(rc, 0)
+        md = read(os.path.join(self.dir, "bench_conv-0badc0de-table.md"))
+        self.assertIn("| problem | cuDNN fused TF/s | cuDNN unfused TF/s | ktune pick TF/s | pick ratio | pick ÷ cuDNN unfused |", md)
+        self.assertIn("| f16 N32 56² 64→64 3×3 s1 | 300.0 | 120.0 | 200.0 | 0.67× | 1.67× | 240.0 | 0.80× |", md)
+        self.assertIn("2·N·P·Q·K·R·S·C", md)
+        self.assertIn("Geomean: pick ÷ cuDNN fused 0.67× (1 problems); pick ÷ cuDNN unfused 1.67×", md)
+
+    def test_conv_bench_csv(self):
+        path = os.path.join(self.dir, "conv-bench-7654321.csv")
+        with open(path, "w") as f:
+            f.write(CONV_CSV)
+        run = pr.read_input(path)
+        self.assertEqual((run.kind, run.op, run.commit), ("ktune-conv-bench CSV", "conv", "7654321"))
+        a, b = run.problems
+        self.assertEqual(a.label, "56² 64→64 1×1 s1")
+        self.assertAlmostEqual(a.ref_tflops, 41.1 * 20.0 / 8.0)   # the row's work over cuDNN's time
+        self.assertEqual(a.pick_tflops, 32.9)
+        self.assertEqual(a.best().tflops, 41.1)                    # the faster row failed its check
+        self.assertEqual([i.status for i in a.instances], ["PASS", "PASS", "FAIL"])
+        self.assertIsNone(b.ref_tflops)                             # no ktune time to derive cuDNN's TF/s from
+        self.assertIsNone(b.pick_tflops)
+        self.assertTrue(any("no cuDNN time for: 224² 3→64 7×7 s2" in n for n in run.notes))
+        self.assertEqual(pr.conv_label(["bf16", "n256", "7x7_512to2048_1x1_s1_p2"]), "bf16 N256 7² 512→2048 1×1 s1 p2")
 
     def test_instance_names(self):
         self.assertEqual(pr.parse_instance("ktune_gemm_sm80_bf16_tn_128x256x32_w64x64_s4_a8"), ("128x256x32", 4, "64x64", 8))
