@@ -43,8 +43,9 @@ struct GemmLaunchOptions {
 // Largest split count accepted (more slices than this never pays: each adds an fp32 tile of traffic).
 // One-tile problems with a very long K (64×64×65536) want ~2 slices per multiprocessor.
 inline constexpr int max_split_k = 256;
-// Largest raster group accepted (as in cached tactics, gemm/tactics.hpp). The kernels compute
-// group · ⌈N / BN⌉ in 32 bits: that fits for N < 2^27 (BN ≥ 64) whatever the group.
+// Largest raster group accepted (as in cached tactics, gemm/tactics.hpp). The kernels' raster math is
+// 32-bit and safe for any group: kernel/schedule.cuh clamps it to the grid's height, so group · tiles_n
+// never exceeds the tile count, which the launchers keep below 2^31.
 inline constexpr int max_raster_group = 1024;
 
 struct GemmKernelEntry {
@@ -69,8 +70,9 @@ struct GemmKernelEntry {
 // Is this entry a route (gemm/route/: operands prepared, then another entry runs) or a kernel instance?
 inline bool is_route(const GemmKernelEntry& e) { return e.implements != nullptr; }
 
-// Launch options this instance accepts for this problem (checked before anything is launched).
-inline Status check_launch_options(const GemmKernelEntry& e, const GemmLaunchOptions& o) {
+// The ranges of the launch options a caller may set, whatever the instance: out of range is an
+// invalid argument, never clamped silently (ktune::gemm checks them before it tunes or launches).
+inline Status check_launch_option_ranges(const GemmLaunchOptions& o) {
   if (o.split_k < 1 || o.split_k > max_split_k)
     return error(StatusCode::invalid_argument, "split_k must be in [1, " + std::to_string(max_split_k) + "], got " +
                                                    std::to_string(o.split_k));
@@ -87,6 +89,12 @@ inline Status check_launch_options(const GemmKernelEntry& e, const GemmLaunchOpt
   if (o.max_ctas < 0)
     return error(StatusCode::invalid_argument, "max_ctas must not be negative (0: as many as are resident), got " +
                                                    std::to_string(o.max_ctas));
+  return {};
+}
+
+// Launch options this instance accepts for this problem (checked before anything is launched).
+inline Status check_launch_options(const GemmKernelEntry& e, const GemmLaunchOptions& o) {
+  KTUNE_RETURN_IF_ERROR(check_launch_option_ranges(o));
   if (o.split_k > 1 && (e.workspace_size == nullptr || is_route(e)))  // a route's workspace holds its copies
     return error(StatusCode::unsupported, "instance " + std::string(e.name) + " does not support split-K (split_k=" +
                                               std::to_string(o.split_k) + ")");

@@ -138,6 +138,7 @@ inline Status launch_with_workspace(const GemmKernelEntry& e, const GemmDesc& de
 inline Status gemm(const GemmDesc& desc, const GemmOperands& ops, cudaStream_t stream = nullptr,
                    const GemmOptions& opt = {}) {
   KTUNE_RETURN_IF_ERROR(validate(desc, ops));
+  KTUNE_RETURN_IF_ERROR(check_launch_option_ranges(opt.launch));  // before anything is tuned or launched
   static const bool have_device = cuda_device_count() > 0;
   if (!have_device) return error(StatusCode::no_device, "no CUDA device found");
   if (opt.instance == nullptr && !opt.heuristic) {

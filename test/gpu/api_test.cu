@@ -3,6 +3,7 @@
 // and bad input returns a Status without launching anything or writing anything.
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -152,6 +153,7 @@ TEST_CASE("bad input returns a Status and leaves every buffer untouched") {
     GemmOperands o;
     StatusCode code;
     const char* instance = nullptr;
+    GemmLaunchOptions launch{};
   };
   std::vector<Bad> bad;
   {
@@ -223,6 +225,23 @@ TEST_CASE("bad input returns a Status and leaves every buffer untouched") {
     d.compute = Compute::tf32;
     bad.push_back({"tf32 compute with f16 operands", d, ops(), StatusCode::unsupported});
     bad.push_back({"unknown instance", base(), ops(), StatusCode::no_instance, "ktune_gemm_sm80_f16_tn_1x1x1_w1x1_s1_a1"});
+    // Launch options out of range: rejected before anything is tuned or launched, never clamped.
+    for (int rg : {0, -1, max_raster_group + 1, std::numeric_limits<int>::max(), std::numeric_limits<int>::min()}) {
+      GemmLaunchOptions lo;
+      lo.raster_group = rg;
+      bad.push_back({"raster_group " + std::to_string(rg), base(), ops(), StatusCode::invalid_argument, nullptr, lo});
+    }
+    {
+      GemmLaunchOptions lo;
+      lo.split_k = 0;
+      bad.push_back({"split_k 0", base(), ops(), StatusCode::invalid_argument, nullptr, lo});
+      lo = {};
+      lo.cluster = 3;
+      bad.push_back({"cluster 3", base(), ops(), StatusCode::invalid_argument, nullptr, lo});
+      lo = {};
+      lo.max_ctas = -1;
+      bad.push_back({"max_ctas -1", base(), ops(), StatusCode::invalid_argument, nullptr, lo});
+    }
     // Instances of the wrong math, the wrong layout, or too wide vectors for the problem.
     for (const auto& e : gemm_table().entries()) {
       if (e.config.math == MathOp::mma_bf16) {
@@ -253,6 +272,7 @@ TEST_CASE("bad input returns a Status and leaves every buffer untouched") {
     CAPTURE(b.what);
     GemmOptions opt;
     opt.instance = b.instance;
+    opt.launch = b.launch;
     const Status s = backend::run_gemm(b.d, b.o, nullptr, opt);
     CHECK(s.code() == b.code);
     CHECK_FALSE(s.message().empty());

@@ -7,6 +7,7 @@
 // with more output tiles than resident CTAs (the persistent grid's later laps).
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -208,6 +209,15 @@ TEST_CASE("conv2d: bad input launches nothing and leaves y untouched") {
   bad = d;
   bad.epilogue = bias_activation(Activation::relu);  // bias pointer missing
   CHECK(conv2d(bad, o).code() == StatusCode::invalid_argument);
+  // Raster groups out of range: rejected before anything is tuned or launched, never clamped.
+  for (int rg : {0, -1, max_raster_group + 1, std::numeric_limits<int>::max(), std::numeric_limits<int>::min()}) {
+    CAPTURE(rg);
+    ConvOptions opt;
+    opt.launch.raster_group = rg;
+    const Status s = conv2d(d, o, nullptr, opt);
+    CHECK(s.code() == StatusCode::invalid_argument);
+    CHECK(s.message().find("raster_group") != std::string::npos);
+  }
   o.y = const_cast<void*>(c.x.data());
   CHECK(conv2d(d, o).code() == StatusCode::invalid_argument);  // y overlaps x
   KTCONV_CUDA(cudaDeviceSynchronize());

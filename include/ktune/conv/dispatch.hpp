@@ -23,6 +23,15 @@ struct ConvLaunchOptions {
   int raster_group = 8;  // output tiles are visited in groups of this many tile-rows, for L2 reuse
 };
 
+// Launch options a caller may set: out of range is an invalid argument, never clamped silently
+// (ktune::conv2d checks them before it tunes or launches). The range is the GEMM's (dispatch.hpp).
+inline Status check_conv_launch_options(const ConvLaunchOptions& o) {
+  if (o.raster_group < 1 || o.raster_group > max_raster_group)
+    return error(StatusCode::invalid_argument, "conv raster_group must be in [1, " + std::to_string(max_raster_group) +
+                                                   "], got " + std::to_string(o.raster_group));
+  return {};
+}
+
 struct ConvKernelEntry {
   std::string_view name;
   std::string_view family;
