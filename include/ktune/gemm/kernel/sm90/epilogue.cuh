@@ -14,6 +14,7 @@
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_pipeline.h>
 
 #include <cstdint>
 #include <type_traits>
@@ -177,6 +178,97 @@ __device__ __forceinline__ void store_builtin(const GemmParams<epilogue::Builtin
       }
       if (row < p.m && n > 0) store_vector(D + static_cast<std::int64_t>(row) * p.ldd + col, x, n, vec4);
     }
+  }
+}
+
+// ---- The built-in epilogue on the accumulator fragments ----------------------------------------------
+// Epilogues without C, residual or an expensive activation (bias, alpha, ReLU, clamp: bias + ReLU is the
+// common one) are applied to the accumulators in registers, in a few straight loops that exist once per
+// kernel (not per output type), and then leave through the identity store. The bias slice of the warp's
+// WN columns is copied (cp.async, no registers) into the warp's staging buffer when the tile starts,
+// so its latency hides under the mainloop.
+__device__ __forceinline__ bool fragment_epilogue(const epilogue::Builtin::Params& ep, bool vec4) {
+  return ep.beta == 0.0f && ep.residual == nullptr &&
+         (ep.activation == Activation::none || ep.activation == Activation::relu) && (ep.bias == nullptr || vec4);
+}
+
+// bias[col0 .. col0 + WN) (es = 2 or 4 bytes per element, 4-element aligned) → dst, as 4-element units
+// (columns past n read as zeros, whole units past n not at all). Completes at bias_wait().
+template <int WN>
+__device__ __forceinline__ void bias_prefetch(const void* bias, int es, int col0, int n, char* dst) {
+  const int lane = threadIdx.x & 31;
+  __syncwarp();  // every lane is done with the buffer (the previous tile's staging)
+#pragma unroll
+  for (int u = lane; u < WN / 4; u += 32) {
+    const int col = col0 + 4 * u, valid = min(4, n - col);
+    if (valid > 0) {
+      const char* src = static_cast<const char*>(bias) + static_cast<std::int64_t>(col) * es;
+      if (es == 2) __pipeline_memcpy_async(dst + 8 * u, src, 8, (4 - valid) * 2);
+      else __pipeline_memcpy_async(dst + 16 * u, src, 16, (4 - valid) * 4);
+    }
+  }
+  __pipeline_commit();
+}
+__device__ __forceinline__ void bias_wait() {
+  __pipeline_wait_prior(0);
+  __syncwarp();
+}
+
+// Two consecutive elements of T as floats.
+__device__ __forceinline__ float2 pair_to_float2(const float* p) { return *reinterpret_cast<const float2*>(p); }
+__device__ __forceinline__ float2 pair_to_float2(const __half* p) { return __half22float2(*reinterpret_cast<const __half2*>(p)); }
+__device__ __forceinline__ float2 pair_to_float2(const __nv_bfloat16* p) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+}
+
+// acc = alpha·acc + bias[col] (fragment layout: lane (g, t) holds columns 8j + 2t, +1 of rows g, g + 8).
+template <class ML, class T>
+__device__ __forceinline__ void bias_fragments(typename ML::Accumulators& acc, const T* bias, float alpha) {
+  const int t = threadIdx.x & 3;
+#pragma unroll
+  for (int j = 0; j < ML::WN / 8; ++j) {
+    const float2 b = pair_to_float2(bias + 8 * j + 2 * t);
+#pragma unroll
+    for (int mi = 0; mi < ML::MI; ++mi) {
+      acc[mi][4 * j] = alpha * acc[mi][4 * j] + b.x;
+      acc[mi][4 * j + 1] = alpha * acc[mi][4 * j + 1] + b.y;
+      acc[mi][4 * j + 2] = alpha * acc[mi][4 * j + 2] + b.x;
+      acc[mi][4 * j + 3] = alpha * acc[mi][4 * j + 3] + b.y;
+    }
+  }
+}
+
+// The fragment epilogue in place (fragment_epilogue(ep) holds; with a bias, bias_prefetch ran for this
+// tile into `staging`). Afterwards the accumulators are D's values: the identity store writes them.
+template <class ML>
+__device__ __forceinline__ void apply_fragments(const GemmParams<epilogue::Builtin::Params>& p,
+                                                typename ML::Accumulators& acc, const float* staging) {
+  const epilogue::Builtin::Params& ep = p.ep;
+  if (ep.bias != nullptr) {
+    bias_wait();
+    switch (p.d_type) {
+      case DType::f32: bias_fragments<ML>(acc, staging, ep.alpha); break;
+      case DType::f16: bias_fragments<ML>(acc, reinterpret_cast<const __half*>(staging), ep.alpha); break;
+      case DType::bf16: bias_fragments<ML>(acc, reinterpret_cast<const __nv_bfloat16*>(staging), ep.alpha); break;
+    }
+    __syncwarp();  // every lane has read the bias before the store stages over it
+  } else if (ep.alpha != 1.0f) {
+#pragma unroll
+    for (int mi = 0; mi < ML::MI; ++mi)
+#pragma unroll
+      for (int i = 0; i < ML::WN / 2; ++i) acc[mi][i] *= ep.alpha;
+  }
+  if (ep.activation == Activation::relu) {
+#pragma unroll
+    for (int mi = 0; mi < ML::MI; ++mi)
+#pragma unroll
+      for (int i = 0; i < ML::WN / 2; ++i) acc[mi][i] = epilogue::relu(acc[mi][i]);
+  }
+  if (ep.clamp) {
+#pragma unroll
+    for (int mi = 0; mi < ML::MI; ++mi)
+#pragma unroll
+      for (int i = 0; i < ML::WN / 2; ++i) acc[mi][i] = fminf(fmaxf(acc[mi][i], ep.clamp_lo), ep.clamp_hi);
   }
 }
 

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 #include <utility>
 
@@ -115,7 +116,8 @@ __device__ __forceinline__ void consumer_order_signal(int other_consumer) {
 // identity epilogues.
 template <GemmConfig C, class Epi, class Producer, Sm90Schedule Sch = Sm90Schedule{}>
 __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, const GemmParams<typename Epi::Params>& p,
-                                                      const int k_tiles, const CUtensorMap* tma_d = nullptr) {
+                                                      const int k_tiles, const CUtensorMap* tma_d = nullptr,
+                                                      bool fragments_allowed = true) {
   using ML = WgmmaMainloop<C>;
   constexpr bool PingPong = Sch.pingpong;
   static_assert(!PingPong || ML::consumers == 1, "ping-pong consumers each compute a whole tile");
@@ -178,6 +180,11 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     const auto d0 = ML::descriptors(static_cast<std::uint32_t>(__cvta_generic_to_shared(ring)), sub);
     const bool identity = is_identity<Epi>(p.ep);
     const bool tma_store = Sch.tma_store && tma_d != nullptr && identity;
+    // The built-in epilogue on the accumulators in registers, then the identity store (epilogue.cuh).
+    bool fragments = false;
+    if constexpr (std::is_same_v<Epi, epilogue::Builtin>) fragments = fragments_allowed && !identity && fragment_epilogue(p.ep, p.d_vec4);
+    const bool bias_ahead = fragments && p.ep.bias != nullptr;
+    static_assert(ML::WN * 4 <= warp_staging_bytes, "a warp's bias slice fits its staging buffer");
     typename ML::Accumulators acc;
     RingState<S> st;
     int turn = 0;  // ping-pong: this CTA's tiles alternate between consumers 0 and 1
@@ -190,6 +197,10 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
         if (turn > 0) consumer_order_wait(cw);  // the other consumer has waited for all of tile turn-1
       }
       const TileCoord tc = tile_of(unit);
+      const int row0 = tc.m * C.tile.m + ML::wg_row0(sub) + 16 * warp_in_wg;
+      const int col0 = tc.n * C.tile.n + ML::wg_col0(sub);
+      if constexpr (std::is_same_v<Epi, epilogue::Builtin>)
+        if (bias_ahead) bias_prefetch<ML::WN>(p.ep.bias, size_of(p.d_type), col0, p.n, reinterpret_cast<char*>(stage_warp));
       int previous = 0;
       for (int kt = 0; kt < k_tiles; ++kt) {
         pipe.wait_full(st);
@@ -206,8 +217,6 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
 #pragma unroll
       for (int mi = 0; mi < ML::MI; ++mi) fence_registers(acc[mi]);
 
-      const int row0 = tc.m * C.tile.m + ML::wg_row0(sub) + 16 * warp_in_wg;
-      const int col0 = tc.n * C.tile.n + ML::wg_col0(sub);
       if constexpr (Sch.tma_store) {
         if (tma_store) {
           char* buffers = reinterpret_cast<char*>(stage_warp);
@@ -219,10 +228,13 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
           continue;
         }
       }
+      if constexpr (std::is_same_v<Epi, epilogue::Builtin>)
+        if (fragments) apply_fragments<ML>(p, acc, stage_warp);
+      const bool plain = identity || fragments;  // the accumulators hold D's values
       switch (p.d_type) {
-        case DType::f32: store_tile<ML, Epi, float>(p, acc, stage_warp, row0, col0, identity); break;
-        case DType::f16: store_tile<ML, Epi, __half>(p, acc, stage_warp, row0, col0, identity); break;
-        case DType::bf16: store_tile<ML, Epi, __nv_bfloat16>(p, acc, stage_warp, row0, col0, identity); break;
+        case DType::f32: store_tile<ML, Epi, float>(p, acc, stage_warp, row0, col0, plain); break;
+        case DType::f16: store_tile<ML, Epi, __half>(p, acc, stage_warp, row0, col0, plain); break;
+        case DType::bf16: store_tile<ML, Epi, __nv_bfloat16>(p, acc, stage_warp, row0, col0, plain); break;
       }
     }
     // TMA stores read this warp's buffers asynchronously: the block's shared memory must outlive them.
@@ -241,14 +253,14 @@ template <class CfgT, class Epi>
 __global__ void __launch_bounds__(sm90_kernel_threads<CfgT>, 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                       const GemmParams<typename Epi::Params> p, const __grid_constant__ CUtensorMap tma_d,
-                      const bool d_by_tma) {
+                      const bool d_by_tma, const bool staged_epilogue) {
 #if defined(__CUDA_ARCH__)
 #if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr GemmConfig C = CfgT::value;
   constexpr Sm90Schedule sch = schedule_of<CfgT>();
   warp_specialized_gemm<C, Epi, GemmTmaProducer<C>, sch>(GemmTmaProducer<C>{&tma_a, &tma_b}, p,
                                                          (p.k + C.tile.k - 1) / C.tile.k,
-                                                         sch.tma_store && d_by_tma ? &tma_d : nullptr);
+                                                         sch.tma_store && d_by_tma ? &tma_d : nullptr, !staged_epilogue);
 #else
   __trap();  // built for a target without wgmma: the launcher never runs this image
 #endif
@@ -357,11 +369,14 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
       d_by_tma = make_tensor_map(td, d.d_type, ops.d, d.n, d.m, d.ldd, 128 / es, sm90_tma_store_box_rows).ok();
   }
 
+  // A/B switch for measurements: KTUNE_SM90_STAGED_EPILOGUE=1 runs every built-in epilogue through the
+  // staged store (store_builtin) instead of the accumulator-fragment path.
+  static const bool staged = std::getenv("KTUNE_SM90_STAGED_EPILOGUE") != nullptr;
   const std::int64_t sms = dev.sm_count > 0 ? dev.sm_count : 1;
   if (cluster == 1) {
     const std::int64_t slots = opt.max_ctas > 0 ? opt.max_ctas : sms * per_sm_blocks;
     const unsigned grid = static_cast<unsigned>(tiles < slots ? tiles : slots);
-    kernel<<<grid, threads, smem, stream>>>(ta, tb, p, td, d_by_tma);
+    kernel<<<grid, threads, smem, stream>>>(ta, tb, p, td, d_by_tma, staged);
     return cuda_status(cudaGetLastError(), "sm90 GEMM kernel launch");
   }
   const std::int64_t units = ceil_div(pair_dim, std::int64_t{2}) * (tiles / pair_dim);
@@ -379,7 +394,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   attr.val.clusterDim.z = 1;
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
-  return cuda_status(cudaLaunchKernelEx(&cfg, kernel, ta, tb, p, td, d_by_tma), "sm90 GEMM kernel launch (cluster of 2)");
+  return cuda_status(cudaLaunchKernelEx(&cfg, kernel, ta, tb, p, td, d_by_tma, staged), "sm90 GEMM kernel launch (cluster of 2)");
 }
 
 // The dispatch-table launcher: the built-in run-time epilogue.
