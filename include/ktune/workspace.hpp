@@ -3,9 +3,10 @@
 // One slot per (device, stream) — per (device, stream, host thread) for the default streams, whose
 // handle means a different stream per thread under per-thread default-stream semantics — so launches
 // on different streams never share scratch, and launches on one stream are ordered by the stream.
-// Slots only grow, by stream-ordered allocation on their stream (cudaMallocAsync: no device-wide
-// synchronization, no waiting for other streams). A buffer that is outgrown is kept (not freed) until
-// release_gemm_workspaces(): work already queued, or a CUDA graph captured earlier, may still use it.
+// Slots only grow, by stream-ordered allocation on their stream (ktune's memory pool, detail::
+// private_mem_pool: no device-wide synchronization, no waiting for other streams). A buffer that is
+// outgrown is kept (not freed) until release_gemm_workspaces(): work already queued, or a CUDA graph
+// captured earlier, may still use it.
 // Growing while the stream is capturing a graph is refused (the allocation would belong to the graph):
 // run the call once before capture, or pass GemmOperands::workspace. Thread-safe.
 #pragma once
@@ -25,15 +26,70 @@
 namespace ktune {
 
 namespace detail {
-// Device memory for use on `stream`: stream-ordered (cudaMallocAsync), so growing a slot never waits
-// for, or synchronizes with, work on other streams; plain cudaMalloc where memory pools are missing.
-// `*stream_ordered` (optional) says which it was: free_for_stream needs to know.
+// ktune's own stream-ordered memory pool on `device` (created once, never destroyed; null where memory
+// pools are missing). Unlike the device's default pool it never reuses a block that another stream
+// freed but has not yet reached (cudaMemPoolReuseAllowInternalDependencies off): such reuse makes the
+// allocating stream wait for the freeing one, so growing a buffer could wait for unrelated work (a
+// cudaFreeAsync queued behind a long kernel elsewhere). Blocks whose free has completed, or that an
+// event already orders, are still reused; freed memory goes back to the system at synchronizations
+// (release threshold 0, the default).
+struct PrivateMemPools {
+  std::mutex mu;
+  std::map<int, cudaMemPool_t> by_device;  // null: no pool on that device
+};
+inline PrivateMemPools& private_mem_pools() {
+  static PrivateMemPools* const p = new PrivateMemPools;  // never destroyed (used from static destructors)
+  return *p;
+}
+
+inline cudaMemPool_t private_mem_pool(int device) {
+  PrivateMemPools& all = private_mem_pools();
+  std::lock_guard<std::mutex> lock(all.mu);
+  auto& pools = all.by_device;
+  if (auto it = pools.find(device); it != pools.end()) return it->second;
+  cudaMemPool_t pool = nullptr;
+  int supported = 0;
+  if (cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device) == cudaSuccess && supported != 0) {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    if (cudaMemPoolCreate(&pool, &props) == cudaSuccess) {
+      int no = 0;
+      if (cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no) != cudaSuccess) {
+        (void)cudaMemPoolDestroy(pool);
+        pool = nullptr;
+      }
+    } else {
+      pool = nullptr;
+    }
+  }
+  (void)cudaGetLastError();
+  pools[device] = pool;
+  return pool;
+}
+
+// Device memory for use on `stream` (of the current device): stream-ordered from ktune's pool, so
+// growing a buffer never waits for, or synchronizes with, work on other streams; plain cudaMalloc
+// where memory pools are missing. `*stream_ordered` (optional) says which it was: free_for_stream
+// needs to know.
 inline cudaError_t alloc_for_stream(void** p, std::size_t bytes, cudaStream_t stream, bool* stream_ordered = nullptr) {
   if (stream_ordered) *stream_ordered = true;
-  if (cudaMallocAsync(p, bytes, stream) == cudaSuccess) return cudaSuccess;
+  int dev = 0;
+  if (cudaGetDevice(&dev) == cudaSuccess)
+    if (cudaMemPool_t pool = private_mem_pool(dev))
+      if (cudaMallocFromPoolAsync(p, bytes, pool, stream) == cudaSuccess) return cudaSuccess;
   (void)cudaGetLastError();
   if (stream_ordered) *stream_ordered = false;
   return cudaMalloc(p, bytes);
+}
+
+// Give the free memory of ktune's pools back to the system now (after releasing buffers).
+inline void trim_private_mem_pools() {
+  PrivateMemPools& all = private_mem_pools();
+  std::lock_guard<std::mutex> lock(all.mu);
+  for (auto& [dev, pool] : all.by_device)
+    if (pool != nullptr && cudaMemPoolTrimTo(pool, 0) != cudaSuccess) (void)cudaGetLastError();
 }
 
 // Free `p` from alloc_for_stream once `stream` reaches this point: stream-ordered (no device-wide
@@ -86,6 +142,7 @@ class WorkspacePool {
     for (void* p : retired_) (void)cudaFree(p);
     slots_.clear();
     retired_.clear();
+    detail::trim_private_mem_pools();
     return {};
   }
 

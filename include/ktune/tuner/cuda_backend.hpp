@@ -34,7 +34,8 @@
 // Never waiting for other streams: tuning must not stall (or be stalled by) the caller's other work.
 // Every call a session makes is ordered on its own non-blocking stream or waits only for it: device
 // buffers grow by stream-ordered allocation on that stream and outgrown ones are freed in its order
-// (cudaMallocAsync/cudaFreeAsync; cudaMalloc and cudaFree may synchronize the whole device), an
+// (ktune's memory pool, workspace.hpp: cudaMallocFromPoolAsync/cudaFreeAsync, never reusing a block
+// another stream has yet to free; cudaMalloc and cudaFree may synchronize the whole device), an
 // outgrown pinned host buffer is retired rather than freed (cudaFreeHost synchronizes too; growth at
 // least doubles, so the retired ones never exceed the current one; release_scratch() frees them), and
 // host data travel through that pinned buffer (a copy from pageable memory is staged through the
@@ -197,6 +198,7 @@ class CudaBackend : public TuningBackend {
       if (prev >= 0) (void)cudaSetDevice(prev);
       (void)cudaGetLastError();
     }
+    ktune::detail::trim_private_mem_pools();
   }
 
   const CudaBackendOptions& options() const { return opt_; }
