@@ -43,12 +43,60 @@ bool printable(const std::string& s, std::size_t max) {
   return true;
 }
 
+// The readable key, the common tail and the line round trip of any accepted entry.
+void check_common(const CacheEntry& e, const std::string& line) {
+  KTUNE_FUZZ_CHECK(!e.instance.empty() && e.instance.size() <= 200, line);
+  for (char c : e.instance)  // the cache's own name alphabet ('+': repack routes, route_repack+<instance>)
+    KTUNE_FUZZ_CHECK((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                         c == '-' || c == '+',
+                     line);
+  KTUNE_FUZZ_CHECK(std::isfinite(e.ms) && e.ms > 0 && e.ms <= 1e7, line);
+  KTUNE_FUZZ_CHECK(std::isfinite(e.tflops) && e.tflops >= 0, line);
+  KTUNE_FUZZ_CHECK(printable(e.id.device, 512) && printable(e.id.version, 64) && printable(e.id.families, 64), line);
+  CacheEntry back;
+  std::string why;
+  KTUNE_FUZZ_CHECK(parse_entry_line(line, back, why), line + ": " + why);
+  KTUNE_FUZZ_CHECK(back.key == e.key && back.conv == e.conv && back.id == e.id && back.instance == e.instance &&
+                       back.launch == e.launch && back.ms == e.ms && back.tflops == e.tflops,
+                   line);
+}
+
+// An accepted conv2d entry: sizes a validated call can have, f16/bf16 operands with their mma math,
+// power-of-two alignments within 16 bytes dividing C, R·S·C and K; the GEMM key part left default.
+void check_conv_entry(const CacheEntry& e) {
+  const ConvKey& k = e.conv;
+  const std::string line = to_line(e);
+  ProblemKey gemm_part;
+  gemm_part.op = OpKind::conv2d;
+  KTUNE_FUZZ_CHECK(e.key == gemm_part, line);
+  constexpr std::int32_t lim = std::int32_t{1} << 30;
+  for (std::int32_t v : {k.n, k.h, k.w, k.c, k.k, k.r, k.s, k.stride_h, k.stride_w, k.dil_h, k.dil_w})
+    KTUNE_FUZZ_CHECK(v >= 1 && v < lim, line);
+  KTUNE_FUZZ_CHECK(k.pad_h >= 0 && k.pad_h < lim && k.pad_w >= 0 && k.pad_w < lim, line);
+  KTUNE_FUZZ_CHECK((k.x_type == DType::f16 || k.x_type == DType::bf16) && static_cast<unsigned>(k.y_type) <= 2, line);
+  KTUNE_FUZZ_CHECK((k.math == MathOp::mma_f16 || k.math == MathOp::mma_bf16) && operand_type(k.math) == k.x_type, line);
+  KTUNE_FUZZ_CHECK(static_cast<unsigned>(k.activation) <= 4 && k.epi_flags < 32 &&
+                       !((k.epi_flags & epi::alpha) && (k.epi_flags & epi::beta)), line);
+  KTUNE_FUZZ_CHECK(pow2(k.align_x) && pow2(k.align_w) && pow2(k.align_y), line);
+  KTUNE_FUZZ_CHECK(k.align_x * size_of(k.x_type) <= 16 && k.align_w * size_of(k.x_type) <= 16 && k.align_y * size_of(k.y_type) <= 16, line);
+  KTUNE_FUZZ_CHECK(k.c % k.align_x == 0 && (std::int64_t{k.r} * k.s * k.c) % k.align_w == 0 && k.k % k.align_y == 0, line);
+  const ConvShape sh = conv_shape(conv_desc_of(k));
+  KTUNE_FUZZ_CHECK(sh.p >= 1 && sh.q >= 1, line);
+  if (!e.launch.empty()) {
+    ConvLaunchOptions lo;
+    std::string why;
+    KTUNE_FUZZ_CHECK(parse_conv_launch_suffix(e.launch, lo, why) && launch_suffix(lo) == e.launch, line);
+  }
+  check_common(e, line);
+}
+
 // An accepted entry, judged without parse_entry's code.
 void check_entry(const CacheEntry& e) {
+  if (e.is_conv()) return check_conv_entry(e);
   const ProblemKey& k = e.key;
   const std::string line = to_line(e);
   constexpr std::int64_t lim = (std::int64_t{1} << 31) - 1;
-  KTUNE_FUZZ_CHECK(k.op == OpKind::gemm, line);
+  KTUNE_FUZZ_CHECK(k.op == OpKind::gemm && e.conv == ConvKey{}, line);
   KTUNE_FUZZ_CHECK(k.m >= 1 && k.n >= 1 && k.k >= 1 && k.batch >= 1, line);
   KTUNE_FUZZ_CHECK(k.n <= lim && k.k <= lim && k.batch <= lim, line);
   KTUNE_FUZZ_CHECK(k.m <= lim || (k.m == lim + 1 && k.m_bucketing == MBucketing::pow2), line);  // pow2 bucket of M > 2^30
@@ -90,7 +138,7 @@ void check_parse(const CacheParseResult& r) {
 std::map<std::string, std::string> by_key(const CacheStore& s) {
   std::map<std::string, std::string> m;
   for (const CacheEntry* e : s.entries()) {
-    const std::string k = to_string(e->key) + "|" + e->id.device + "|" + e->id.version + "|" + e->id.families;
+    const std::string k = e->key_text() + "|" + e->id.device + "|" + e->id.version + "|" + e->id.families;
     KTUNE_FUZZ_CHECK(m.emplace(k, to_line(*e)).second, "two entries for " + k);
   }
   return m;
@@ -105,7 +153,7 @@ void check_merge(const CacheParseResult& a, const CacheParseResult& b) {
   // Each merged entry is at least as good as both inputs' entries for its key.
   for (const CacheStore* src : {&a.store, &b.store})
     for (const CacheEntry* e : src->entries()) {
-      const CacheEntry* m = ab.find(e->key, e->id);
+      const CacheEntry* m = ab.find(*e);
       KTUNE_FUZZ_CHECK(m != nullptr, "merge lost " + to_line(*e));
       KTUNE_FUZZ_CHECK(!e->better_than(*m), "merge kept a worse entry than " + to_line(*e));
     }
@@ -147,7 +195,7 @@ void check_apply(std::string_view text, const CacheStore& parsed) {
                                      family_hash(ktune_fuzz::fake_table())};
   bool bucket_used[2] = {false, false};
   for (const CacheEntry* e : parsed.entries())
-    if (e->id == fuzz_id) bucket_used[static_cast<int>(e->key.m_bucketing)] = true;
+    if (e->id == fuzz_id && !e->is_conv()) bucket_used[static_cast<int>(e->key.m_bucketing)] = true;
   if (!bucket_used[0] && !bucket_used[1]) return;  // nothing to apply: keep the fuzzer fast
   static const std::string path = temp_path();
   if (FILE* f = std::fopen(path.c_str(), "wb")) {
@@ -176,7 +224,7 @@ void check_apply(std::string_view text, const CacheStore& parsed) {
     const CacheStore store = t.cache_snapshot();
     for (const CacheEntry* e : store.entries()) {
       check_entry(*e);
-      if (!(e->id == id) || e->key.m_bucketing != b) continue;
+      if (e->is_conv() || !(e->id == id) || e->key.m_bucketing != b) continue;  // conv keys: tuner_conv_test.cpp
       // A call whose key is this entry's key: its problem, with pointers of the entry's alignment class.
       const GemmDesc d = desc_of(e->key);
       GemmOperands ops;

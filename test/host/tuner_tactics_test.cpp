@@ -246,7 +246,7 @@ TEST_CASE("tactics: a cache entry keeps its launch options through the line and 
   CacheEntry a = e, b = e;
   b.launch = "split2s";
   CHECK(a.better_than(b) != b.better_than(a));
-  CHECK(header_line().find("\"version\":2") != std::string::npos);
+  CHECK(header_line().find("\"version\":3") != std::string::npos);  // 3: conv2d lines (tuner_conv_test.cpp)
 
   TempDir dir;
   CacheStore s;

@@ -1,15 +1,22 @@
 // ktune/tuner/cache.hpp — the persistent tuning cache: versioned JSON lines, one tuned key per line.
 //
-//   {"format":"ktune-cache","version":2}
+//   {"format":"ktune-cache","version":3}
 //   {"op":"gemm","ab":"bf16","d":"bf16","math":"mma_bf16","a":"row","b":"col","epilogue":"identity",
 //    "m":16,"n":4096,"k":4096,"batch":1,"m_bucket":"exact","align_a":8,"align_b":8,"align_d":8,
 //    "instance":"ktune_gemm_sm80_bf16_tn_128x256x32_w64x64_s4_a8","launch":"split4s","ms":0.0191,
 //    "tflops":7.0,"device":"NVIDIA H200|cc90|sm132|l2:62914560|drv13000|rt13000","ktune":"0.1.0",
 //    "families":"3f0c..."}
 //
+//   {"op":"conv2d","x":"f16","y":"f16","math":"mma_f16","epilogue":"bias_relu","n":32,"h":56,"w":56,
+//    "c":64,"k":64,"r":3,"s":3,"pad_h":1,"pad_w":1,"stride_h":1,"stride_w":1,"dil_h":1,"dil_w":1,
+//    "align_x":8,"align_w":8,"align_y":8,"instance":"ktune_conv2d_fprop_sm80_f16_optimized_...",
+//    "launch":"rg16","ms":0.05,"tflops":95.0,"device":"...","ktune":"0.1.0","families":"..."}
+//
 // The winner is a tactic: "instance" plus "launch", the non-default launch options in the canonical
-// spelling of ktune/gemm/tactics.hpp (absent: default options). Version 1 files (before tactics) are
-// read as entries with default options; saving writes version 2.
+// spelling of ktune/gemm/tactics.hpp or, for conv2d lines, ktune/conv/tactics.hpp (absent: default
+// options). Version 1 files (before tactics) are read as entries with default options; version 2
+// files (before conv2d lines) as they are; saving writes version 3. A conv2d line's "families" is the
+// hash of the conv instance table (conv_family_hash), a GEMM line's that of the GEMM table.
 //
 // Every entry carries the device fingerprint, ktune version and instance-table hash it was measured
 // with; only entries whose three match the running process are applied (others are kept in the file,
@@ -40,6 +47,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ktune/conv/tactics.hpp"
 #include "ktune/gemm/tactics.hpp"
 #include "ktune/status.hpp"
 #include "ktune/tuner/json.hpp"
@@ -48,7 +56,7 @@
 namespace ktune::tuner {
 
 inline constexpr std::string_view cache_format_name = "ktune-cache";
-inline constexpr int cache_format_version = 2;
+inline constexpr int cache_format_version = 3;  // 3: conv2d lines ("op":"conv2d")
 inline constexpr int cache_oldest_readable_version = 1;  // version 1: no "launch" field (default options)
 inline constexpr std::size_t cache_max_file_bytes = 64u << 20;   // larger files are not read
 inline constexpr std::size_t cache_max_line_bytes = 64u << 10;   // longer lines are rejected
@@ -62,7 +70,8 @@ struct CacheIdentity {
 };
 
 struct CacheEntry {
-  ProblemKey key;
+  ProblemKey key;  // key.op says which key is meaningful: GEMM entries keep `conv` default,
+  ConvKey conv;    // conv2d entries keep `key` default but for key.op = conv2d
   CacheIdentity id;
   std::string instance;
   std::string launch;    // launch_suffix() of the tactic's options; empty: default options
@@ -71,6 +80,9 @@ struct CacheEntry {
 
   // The tactic's name (instance@launch), as logs and reports spell it.
   std::string tactic() const { return launch.empty() ? instance : instance + tactic_separator + launch; }
+  bool is_conv() const { return key.op == OpKind::conv2d; }
+  // The readable key (GEMM or conv2d).
+  std::string key_text() const { return is_conv() ? to_string(conv) : to_string(key); }
 
   // Deterministic "better" order used by every merge: faster, then smaller instance name and launch
   // options, then (same time and tactic, e.g. a hand-edited line) larger tflops, so a merge never
@@ -89,7 +101,43 @@ inline std::string header_line() {
   return json::ObjectWriter().str("format", cache_format_name).integer("version", cache_format_version).finish();
 }
 
+inline std::string conv_to_line(const CacheEntry& e) {
+  const ConvKey& k = e.conv;
+  json::ObjectWriter w;
+  w
+      .str("op", to_string(OpKind::conv2d))
+      .str("x", to_string(k.x_type))
+      .str("y", to_string(k.y_type))
+      .str("math", to_string(k.math))
+      .str("epilogue", epilogue_tag(k.epi_flags, k.activation))
+      .integer("n", k.n)
+      .integer("h", k.h)
+      .integer("w", k.w)
+      .integer("c", k.c)
+      .integer("k", k.k)
+      .integer("r", k.r)
+      .integer("s", k.s)
+      .integer("pad_h", k.pad_h)
+      .integer("pad_w", k.pad_w)
+      .integer("stride_h", k.stride_h)
+      .integer("stride_w", k.stride_w)
+      .integer("dil_h", k.dil_h)
+      .integer("dil_w", k.dil_w)
+      .integer("align_x", k.align_x)
+      .integer("align_w", k.align_w)
+      .integer("align_y", k.align_y)
+      .str("instance", e.instance);
+  if (!e.launch.empty()) w.str("launch", e.launch);
+  return w.number("ms", e.ms)
+      .number("tflops", e.tflops)
+      .str("device", e.id.device)
+      .str("ktune", e.id.version)
+      .str("families", e.id.families)
+      .finish();
+}
+
 inline std::string to_line(const CacheEntry& e) {
+  if (e.is_conv()) return conv_to_line(e);
   const ProblemKey& k = e.key;
   json::ObjectWriter w;
   w
@@ -150,6 +198,115 @@ inline bool printable(std::string_view s, std::size_t max_len) {
 
 }  // namespace detail
 
+namespace detail {
+
+// "ms", "tflops" (default: from `flops`), "device", "ktune", "families": the tail every line shares.
+inline bool parse_timing(const json::Value& v, CacheEntry& e, double flops, std::string& why) {
+  if (!v.get_double("ms", e.ms) || !(e.ms > 0.0) || e.ms > 1e7) {
+    why = "\"ms\" must be a positive finite number";
+    return false;
+  }
+  if (v.get("tflops") != nullptr) {
+    if (!v.get_double("tflops", e.tflops) || e.tflops < 0.0) {
+      why = "\"tflops\" must be a finite number >= 0";
+      return false;
+    }
+  } else {
+    e.tflops = flops / (e.ms * 1e9);
+  }
+  return true;
+}
+
+inline bool parse_identity(const json::Value& v, CacheEntry& e, std::string& why) {
+  auto bad = [&](std::string w) {
+    why = std::move(w);
+    return false;
+  };
+  if (!v.get_string("device", e.id.device) || !printable(e.id.device, 512)) return bad("missing or malformed \"device\"");
+  if (!v.get_string("ktune", e.id.version) || !printable(e.id.version, 64)) return bad("missing or malformed \"ktune\" version");
+  if (!v.get_string("families", e.id.families) || !printable(e.id.families, 64)) return bad("missing or malformed \"families\" hash");
+  return true;
+}
+
+}  // namespace detail
+
+// A conv2d line (after "op" was read) → a self-consistent entry, or false with the reason. Accepts
+// only keys a validated call can have: sizes in [1, 2^30), padding in [0, 2^30), a positive output,
+// f16/bf16 operands with their mma math, power-of-two alignments within 16 bytes that divide what
+// they describe (C for x, R·S·C for w, K for the output group).
+inline bool parse_conv_entry(const json::Value& v, CacheEntry& e, std::string& why) {
+  auto bad = [&](std::string w) {
+    why = std::move(w);
+    return false;
+  };
+  e.key = ProblemKey{};
+  e.key.op = OpKind::conv2d;
+  ConvKey& k = e.conv;
+  k = ConvKey{};
+  std::string s;
+  static constexpr DType in_types[] = {DType::f16, DType::bf16};
+  static constexpr DType out_types[] = {DType::f32, DType::f16, DType::bf16};
+  static constexpr MathOp maths[] = {MathOp::mma_f16, MathOp::mma_bf16};
+  if (!v.get_string("x", s) || !detail::parse_enum(s, in_types, k.x_type)) return bad("missing or unknown \"x\" type (f16 or bf16)");
+  if (!v.get_string("y", s) || !detail::parse_enum(s, out_types, k.y_type)) return bad("missing or unknown \"y\" type");
+  if (!v.get_string("math", s) || !detail::parse_enum(s, maths, k.math)) return bad("missing or unknown conv \"math\"");
+  if (operand_type(k.math) != k.x_type) return bad("\"math\" " + std::string(to_string(k.math)) + " does not take " + std::string(to_string(k.x_type)) + " operands");
+  if (!v.get_string("epilogue", s) || !parse_epilogue_tag(s, k.epi_flags, k.activation)) return bad("missing or unknown \"epilogue\" tag");
+  constexpr std::int64_t lim = std::int64_t{1} << 30;
+  struct Field {
+    const char* name;
+    std::int32_t* out;
+    std::int64_t lo;
+  };
+  const Field fields[] = {{"n", &k.n, 1},           {"h", &k.h, 1},           {"w", &k.w, 1},           {"c", &k.c, 1},
+                          {"k", &k.k, 1},           {"r", &k.r, 1},           {"s", &k.s, 1},           {"pad_h", &k.pad_h, 0},
+                          {"pad_w", &k.pad_w, 0},   {"stride_h", &k.stride_h, 1}, {"stride_w", &k.stride_w, 1},
+                          {"dil_h", &k.dil_h, 1},   {"dil_w", &k.dil_w, 1}};
+  for (const Field& f : fields) {
+    std::int64_t x = 0;
+    if (!v.get_int(f.name, x)) return bad(std::string("\"") + f.name + "\" must be an integer");
+    if (x < f.lo || x >= lim) return bad(std::string("\"") + f.name + "\" out of range [" + std::to_string(f.lo) + ", 2^30)");
+    *f.out = static_cast<std::int32_t>(x);
+  }
+  std::int64_t al[3];
+  if (!v.get_int("align_x", al[0]) || !v.get_int("align_w", al[1]) || !v.get_int("align_y", al[2])) return bad("alignments must be integers");
+  const int max_x = 16 / size_of(k.x_type), max_y = 16 / size_of(k.y_type);
+  for (int i = 0; i < 3; ++i) {
+    const std::int64_t a = al[i], cap = i < 2 ? max_x : max_y;
+    if (a < 1 || a > cap || (a & (a - 1)) != 0) return bad("alignment " + std::to_string(a) + " is not a power of two in [1, " + std::to_string(cap) + "]");
+  }
+  k.align_x = static_cast<std::uint8_t>(al[0]);
+  k.align_w = static_cast<std::uint8_t>(al[1]);
+  k.align_y = static_cast<std::uint8_t>(al[2]);
+  // Self-consistency: the problem validates (with suitably aligned pointers), and the alignment
+  // classes divide the extents they were computed from.
+  const Conv2dDesc d = conv_desc_of(k);
+  if (k.c % k.align_x != 0 || (std::int64_t{k.r} * k.s * k.c) % k.align_w != 0 || k.k % k.align_y != 0)
+    return bad("alignment classes do not divide C, R*S*C and K");
+  {
+    // Fake, well-separated, 16-byte aligned addresses: only validate()'s size rules apply.
+    Conv2dOperands ops;
+    const std::uintptr_t gap = std::uintptr_t{1} << 40;
+    ops.x = reinterpret_cast<const void*>(gap);
+    ops.w = reinterpret_cast<const void*>(2 * gap);
+    ops.y = reinterpret_cast<void*>(3 * gap);
+    ops.bias = reinterpret_cast<const void*>(4 * gap);
+    ops.residual = reinterpret_cast<const void*>(5 * gap);
+    if (Status st = validate(d, ops); !st.ok()) return bad("not a valid conv2d problem: " + st.message());
+  }
+  if (!v.get_string("instance", e.instance) || !detail::plausible_name(e.instance, 200)) return bad("missing or malformed \"instance\"");
+  e.launch.clear();
+  if (v.get("launch") != nullptr) {
+    ConvLaunchOptions lo;
+    std::string why_launch;
+    if (!v.get_string("launch", e.launch)) return bad("\"launch\" must be a string");
+    if (e.launch.empty() || e.launch.size() > 100 || !parse_conv_launch_suffix(e.launch, lo, why_launch))
+      return bad("malformed \"launch\": " + (e.launch.empty() ? std::string("empty (omit it for default options)") : why_launch));
+  }
+  if (!detail::parse_timing(v, e, conv_flops(k), why)) return false;
+  return detail::parse_identity(v, e, why);
+}
+
 // A parsed JSON object → a self-consistent entry, or false with the reason.
 inline bool parse_entry(const json::Value& v, CacheEntry& e, std::string& why) {
   auto bad = [&](std::string w) {
@@ -161,6 +318,8 @@ inline bool parse_entry(const json::Value& v, CacheEntry& e, std::string& why) {
   ProblemKey& k = e.key;
   k = ProblemKey{};
   if (!v.get_string("op", s)) return bad("missing or non-string \"op\"");
+  e.conv = ConvKey{};
+  if (s == "conv2d") return parse_conv_entry(v, e, why);
   if (s != "gemm") return bad("unknown op \"" + s + "\"");
   k.op = OpKind::gemm;
   static constexpr DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
@@ -201,16 +360,8 @@ inline bool parse_entry(const json::Value& v, CacheEntry& e, std::string& why) {
     if (e.launch.empty() || e.launch.size() > 100 || !parse_launch_suffix(e.launch, lo, why_launch))
       return bad("malformed \"launch\": " + (e.launch.empty() ? std::string("empty (omit it for default options)") : why_launch));
   }
-  if (!v.get_double("ms", e.ms) || !(e.ms > 0.0) || e.ms > 1e7) return bad("\"ms\" must be a positive finite number");
-  if (v.get("tflops") != nullptr) {
-    if (!v.get_double("tflops", e.tflops) || e.tflops < 0.0) return bad("\"tflops\" must be a finite number >= 0");
-  } else {
-    e.tflops = 2.0 * double(k.m) * double(k.n) * double(k.k) * double(k.batch) / (e.ms * 1e9);
-  }
-  if (!v.get_string("device", e.id.device) || !detail::printable(e.id.device, 512)) return bad("missing or malformed \"device\"");
-  if (!v.get_string("ktune", e.id.version) || !detail::printable(e.id.version, 64)) return bad("missing or malformed \"ktune\" version");
-  if (!v.get_string("families", e.id.families) || !detail::printable(e.id.families, 64)) return bad("missing or malformed \"families\" hash");
-  return true;
+  if (!detail::parse_timing(v, e, 2.0 * double(k.m) * double(k.n) * double(k.k) * double(k.batch), why)) return false;
+  return detail::parse_identity(v, e, why);
 }
 
 inline bool parse_entry_line(std::string_view line, CacheEntry& e, std::string& why) {
@@ -225,7 +376,7 @@ class CacheStore {
  public:
   // Adds or replaces (same key and identity: the better entry stays). True when the store changed.
   bool insert(const CacheEntry& e) {
-    auto [it, inserted] = map_.try_emplace(Key{e.key, e.id}, e);
+    auto [it, inserted] = map_.try_emplace(Key{e.key, e.conv, e.id}, e);
     if (inserted) return true;
     if (e.better_than(it->second)) {
       it->second = e;
@@ -240,10 +391,20 @@ class CacheStore {
     return changed;
   }
   const CacheEntry* find(const ProblemKey& key, const CacheIdentity& id) const {
-    auto it = map_.find(Key{key, id});
+    auto it = map_.find(Key{key, ConvKey{}, id});
     return it == map_.end() ? nullptr : &it->second;
   }
-  bool erase(const ProblemKey& key, const CacheIdentity& id) { return map_.erase(Key{key, id}) != 0; }
+  const CacheEntry* find(const ConvKey& key, const CacheIdentity& id) const {
+    auto it = map_.find(Key{conv_problem_key(), key, id});
+    return it == map_.end() ? nullptr : &it->second;
+  }
+  // Any entry's own key (GEMM or conv2d).
+  const CacheEntry* find(const CacheEntry& like) const {
+    auto it = map_.find(Key{like.key, like.conv, like.id});
+    return it == map_.end() ? nullptr : &it->second;
+  }
+  bool erase(const ProblemKey& key, const CacheIdentity& id) { return map_.erase(Key{key, ConvKey{}, id}) != 0; }
+  bool erase(const ConvKey& key, const CacheIdentity& id) { return map_.erase(Key{conv_problem_key(), key, id}) != 0; }
   std::size_t size() const { return map_.size(); }
   bool empty() const { return map_.empty(); }
   void clear() { map_.clear(); }
@@ -259,9 +420,12 @@ class CacheStore {
   struct Applicability {
     std::size_t applicable = 0, other_device = 0, other_version = 0, other_families = 0;
   };
-  Applicability applicability(const CacheIdentity& id) const {
+  Applicability applicability(const CacheIdentity& id) const { return applicability(id, id); }
+  // GEMM entries judged against `gemm`, conv2d entries against `conv` (their instance tables differ).
+  Applicability applicability(const CacheIdentity& gemm, const CacheIdentity& conv) const {
     Applicability a;
     for (const auto& [k, e] : map_) {
+      const CacheIdentity& id = e.is_conv() ? conv : gemm;
       if (e.id.device != id.device) ++a.other_device;
       else if (e.id.version != id.version) ++a.other_version;
       else if (e.id.families != id.families) ++a.other_families;
@@ -282,14 +446,20 @@ class CacheStore {
   }
 
  private:
+  static ProblemKey conv_problem_key() {
+    ProblemKey k;
+    k.op = OpKind::conv2d;
+    return k;
+  }
   struct Key {
     ProblemKey key;
+    ConvKey conv;
     CacheIdentity id;
     friend bool operator==(const Key&, const Key&) = default;
   };
   struct KeyHash {
     std::size_t operator()(const Key& k) const noexcept {
-      std::uint64_t h = hash_value(k.key);
+      std::uint64_t h = k.key.op == OpKind::conv2d ? hash_value(k.conv) : hash_value(k.key);
       h = detail::fnv1a(k.id.device, h);
       h = detail::fnv1a(k.id.version, h);
       h = detail::fnv1a(k.id.families, h);

@@ -1,6 +1,7 @@
 // ktune/tuner/default.hpp — the process-wide tuner behind the one-call API, configured from the
 // environment (KTUNE_CACHE, KTUNE_LOG, KTUNE_TUNING, KTUNE_M_BUCKETS; see options_from_env), with
-// the CUDA measuring backend and the global dispatch table.
+// the CUDA measuring backends (GEMM and conv2d) and the global dispatch tables. ktune::gemm() and
+// ktune::conv2d() both go through it (one cache file, one log).
 //
 //   const ktune::GemmKernelEntry* e = nullptr;
 //   KTUNE_RETURN_IF_ERROR(ktune::default_tuner().select(desc, ops, stream, e));   // validated desc/ops
@@ -14,6 +15,7 @@
 
 #include "ktune/dispatch.hpp"
 #include "ktune/tuner/cuda_backend.hpp"
+#include "ktune/tuner/conv_cuda_backend.hpp"
 #include "ktune/tuner/tuner.hpp"
 
 namespace ktune {
@@ -23,7 +25,8 @@ inline tuner::Tuner& default_tuner() {
   static tuner::Tuner* const t = [] {
     std::vector<std::string> warnings;
     tuner::TunerOptions o = tuner::options_from_env({}, &warnings);
-    auto* x = new tuner::Tuner(std::make_shared<tuner::CudaBackend>(), &gemm_table(), std::move(o));
+    auto* x = new tuner::Tuner(std::make_shared<tuner::CudaBackend>(), &gemm_table(), std::move(o),
+                               std::make_shared<tuner::CudaConvBackend>(), &conv_table());
     for (const auto& w : warnings) x->log_message(tuner::LogLevel::warn, w);
     return x;
   }();

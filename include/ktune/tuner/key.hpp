@@ -11,6 +11,11 @@
 // always get the same answer from `can_implement` (it depends only on math, layouts and alignment
 // classes) — which is why a pinned winner can be reused without re-checking.
 //
+// Conv2d keys (ConvKey): element types, math, epilogue kind, N, H, W, C, K, R, S, padding, stride,
+// dilation and the alignment classes of x, w and the output group (y, bias, residual), as
+// ktune::alignment_of(Conv2dDesc, Conv2dOperands) computes them. A separate type, so the GEMM key and
+// its hot path stay exactly as they were; the cache file holds both kinds of line ("op").
+//
 // Also here: the identity of the build that wrote a cache entry (ktune version + a hash of the
 // instance table), so a cache is never applied to a different build.
 #pragma once
@@ -21,6 +26,7 @@
 #include <vector>
 #include <algorithm>
 
+#include "ktune/conv/problem.hpp"
 #include "ktune/dispatch.hpp"
 #include "ktune/epilogue/spec.hpp"
 #include "ktune/problem.hpp"
@@ -35,8 +41,8 @@ namespace ktune::tuner {
 // The ktune version written into (and required of) every cache entry.
 inline constexpr std::string_view ktune_version = KTUNE_VERSION_STRING;
 
-enum class OpKind : std::uint8_t { gemm = 0 };
-constexpr std::string_view to_string(OpKind o) { return o == OpKind::gemm ? "gemm" : "?"; }
+enum class OpKind : std::uint8_t { gemm = 0, conv2d = 1 };
+constexpr std::string_view to_string(OpKind o) { return o == OpKind::gemm ? "gemm" : o == OpKind::conv2d ? "conv2d" : "?"; }
 
 // How M enters the key. `pow2` rounds M up to the next power of two, so an application with many
 // different M (variable batch × sequence) tunes once per octave instead of once per M; the tuning
@@ -236,20 +242,153 @@ inline std::string to_string(const ProblemKey& k) {
   return s;
 }
 
+// ---- Conv2d keys -----------------------------------------------------------------------------------
+
+// Everything about a conv2d call that can change which instance is fastest or which can run it. The
+// sizes are those validate() accepts (each below 2^30), so 32 bits hold them.
+struct ConvKey {
+  std::int32_t n = 0, h = 0, w = 0, c = 0;  // input NHWC
+  std::int32_t k = 0, r = 0, s = 0;         // filters KRSC
+  std::int32_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
+  DType x_type = DType::f16;   // x and w
+  DType y_type = DType::f16;   // y, bias, residual
+  MathOp math = MathOp::mma_f16;
+  std::uint8_t epi_flags = 0;
+  Activation activation = Activation::none;
+  std::uint8_t align_x = 1, align_w = 1, align_y = 1;  // vector widths in elements
+
+  friend constexpr bool operator==(const ConvKey&, const ConvKey&) = default;
+};
+
+constexpr std::uint64_t hash_value(const ConvKey& k) {
+  const std::uint64_t small = std::uint64_t(OpKind::conv2d) | std::uint64_t(k.x_type) << 8 | std::uint64_t(k.y_type) << 16 |
+                              std::uint64_t(k.math) << 24 | std::uint64_t(k.epi_flags) << 32 |
+                              std::uint64_t(k.activation) << 40 | std::uint64_t(k.align_x) << 48 |
+                              std::uint64_t(k.align_w) << 53 | std::uint64_t(k.align_y & 0x3f) << 58;
+  auto pair = [](std::int32_t a, std::int32_t b) { return std::uint64_t(std::uint32_t(a)) << 32 | std::uint32_t(b); };
+  std::uint64_t h = detail::mix64(small);
+  h = detail::mix64(h ^ pair(k.n, k.h));
+  h = detail::mix64(h ^ pair(k.w, k.c));
+  h = detail::mix64(h ^ pair(k.k, k.r));
+  h = detail::mix64(h ^ pair(k.s, k.pad_h));
+  h = detail::mix64(h ^ pair(k.pad_w, k.stride_h));
+  h = detail::mix64(h ^ pair(k.stride_w, k.dil_h));
+  h = detail::mix64(h ^ std::uint64_t(std::uint32_t(k.dil_w)));
+  return h;
+}
+
+struct ConvKeyHash {
+  std::size_t operator()(const ConvKey& k) const noexcept { return static_cast<std::size_t>(hash_value(k)); }
+};
+
+// The key of a validated conv problem. No allocation: safe for the hot path.
+inline ConvKey make_conv_key(const Conv2dDesc& d, const ConvAlignment& al) {
+  ConvKey k;
+  k.n = static_cast<std::int32_t>(d.n);
+  k.h = static_cast<std::int32_t>(d.h);
+  k.w = static_cast<std::int32_t>(d.w);
+  k.c = static_cast<std::int32_t>(d.c);
+  k.k = static_cast<std::int32_t>(d.k);
+  k.r = static_cast<std::int32_t>(d.r);
+  k.s = static_cast<std::int32_t>(d.s);
+  k.pad_h = static_cast<std::int32_t>(d.pad_h);
+  k.pad_w = static_cast<std::int32_t>(d.pad_w);
+  k.stride_h = static_cast<std::int32_t>(d.stride_h);
+  k.stride_w = static_cast<std::int32_t>(d.stride_w);
+  k.dil_h = static_cast<std::int32_t>(d.dil_h);
+  k.dil_w = static_cast<std::int32_t>(d.dil_w);
+  k.x_type = d.type;
+  k.y_type = d.out_type;
+  k.math = required_math(d);
+  k.epi_flags = epilogue_flags(d.epilogue);
+  k.activation = d.epilogue.activation;
+  k.align_x = static_cast<std::uint8_t>(al.x);
+  k.align_w = static_cast<std::uint8_t>(al.w);
+  k.align_y = static_cast<std::uint8_t>(al.y);
+  return k;
+}
+
+// A problem with this key (cache entries re-checked with can_implement, pending keys, offline
+// tuning). Epilogue values are representative, as in desc_of.
+inline Conv2dDesc conv_desc_of(const ConvKey& k) {
+  Conv2dDesc d;
+  d.n = k.n;
+  d.h = k.h;
+  d.w = k.w;
+  d.c = k.c;
+  d.k = k.k;
+  d.r = k.r;
+  d.s = k.s;
+  d.pad_h = k.pad_h;
+  d.pad_w = k.pad_w;
+  d.stride_h = k.stride_h;
+  d.stride_w = k.stride_w;
+  d.dil_h = k.dil_h;
+  d.dil_w = k.dil_w;
+  d.type = k.x_type;
+  d.out_type = k.y_type;
+  EpilogueSpec& e = d.epilogue;
+  if (k.epi_flags & epi::alpha) e.alpha = 1.5f;
+  if (k.epi_flags & epi::beta) {
+    e.alpha = 1.5f;
+    e.beta = 0.5f;
+  }
+  e.bias = (k.epi_flags & epi::bias) != 0;
+  e.residual = (k.epi_flags & epi::residual) != 0;
+  e.clamp = (k.epi_flags & epi::clamp) != 0;
+  if (e.clamp) {
+    e.clamp_lo = -4.0f;
+    e.clamp_hi = 4.0f;
+  }
+  e.activation = k.activation;
+  return d;
+}
+
+inline ConvAlignment conv_alignment_of(const ConvKey& k) { return ConvAlignment{k.align_x, k.align_w, k.align_y}; }
+
+// Multiply-adds × 2 of the convolution (for TF/s).
+inline double conv_flops(const ConvKey& k) {
+  const Conv2dDesc d = conv_desc_of(k);
+  const ConvShape s = conv_shape(d);
+  return 2.0 * double(s.m) * double(d.k) * double(s.kgemm);
+}
+
+// e.g. "conv2d f16->f16 mma_f16 bias_relu n=32 h=56 w=56 c=64 k=64 r=3 s=3 pad=1x1 stride=1x1 dil=1x1 al=8/8/8".
+inline std::string to_string(const ConvKey& k) {
+  auto n = [](std::int32_t v) { return std::to_string(v); };
+  std::string s = "conv2d ";
+  s += to_string(k.x_type);
+  s += "->";
+  s += to_string(k.y_type);
+  s += ' ';
+  s += to_string(k.math);
+  s += ' ';
+  s += epilogue_tag(k.epi_flags, k.activation);
+  s += " n=" + n(k.n) + " h=" + n(k.h) + " w=" + n(k.w) + " c=" + n(k.c) + " k=" + n(k.k) + " r=" + n(k.r) + " s=" + n(k.s);
+  s += " pad=" + n(k.pad_h) + "x" + n(k.pad_w) + " stride=" + n(k.stride_h) + "x" + n(k.stride_w) + " dil=" + n(k.dil_h) + "x" +
+       n(k.dil_w);
+  s += " al=" + std::to_string(k.align_x) + "/" + std::to_string(k.align_w) + "/" + std::to_string(k.align_y);
+  return s;
+}
+
 // Hash of the instance table's contents (family and instance names, order-independent), as 16 hex
 // digits. A cache written by a build with a different set of instances is not applied: a faster
 // instance may have been added since.
-inline std::string family_hash(const GemmTable& table) {
+// Conv entries use conv_family_hash (the conv table's contents, under another seed).
+template <class Table>
+std::string table_hash(const Table& table, std::string_view seed) {
   std::vector<std::string> names;
   names.reserve(table.size());
   for (const auto& e : table.entries()) names.push_back(std::string(e.family) + "/" + std::string(e.name));
   std::sort(names.begin(), names.end());
-  std::uint64_t h = detail::fnv1a("ktune-families-v1");
+  std::uint64_t h = detail::fnv1a(seed);
   for (const auto& n : names) h = detail::fnv1a(n, detail::fnv1a("\n", h));
   static constexpr char hex[] = "0123456789abcdef";
   std::string out(16, '0');
   for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<std::size_t>(i)] = hex[h & 15];
   return out;
 }
+
+inline std::string family_hash(const GemmTable& table) { return table_hash(table, "ktune-families-v1"); }
 
 }  // namespace ktune::tuner

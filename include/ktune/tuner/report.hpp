@@ -88,7 +88,8 @@ constexpr std::string_view to_string(Source s) {
 }
 
 struct TuningReport {
-  ProblemKey key;
+  ProblemKey key;  // key.op == conv2d: the problem is `conv`
+  ConvKey conv;
   int device = -1;
   std::string device_name;
   Source source = Source::tuned;
@@ -100,6 +101,9 @@ struct TuningReport {
   std::string method;            // how it was measured
   std::string note;              // extra explanation (fallback reason ...)
   std::vector<TacticRecord> records;
+
+  bool is_conv() const { return key.op == OpKind::conv2d; }
+  std::string key_text() const { return is_conv() ? to_string(conv) : to_string(key); }
 
   std::size_t count(TacticStatus s) const {
     return static_cast<std::size_t>(std::count_if(records.begin(), records.end(), [&](const TacticRecord& r) { return r.status == s; }));
@@ -137,7 +141,7 @@ inline std::string bytes_text(std::size_t b) {
 
 // One summary line (info level).
 inline std::string summary_line(const TuningReport& r) {
-  std::string s = "dev" + std::to_string(r.device) + " " + to_string(r.key) + ": " + std::string(to_string(r.source)) + " -> " +
+  std::string s = "dev" + std::to_string(r.device) + " " + r.key_text() + ": " + std::string(to_string(r.source)) + " -> " +
                   (r.winner.empty() ? std::string("(none)") : r.winner);
   if (!std::isnan(r.winner_ms)) s += detail::fmt(" %.4f ms", r.winner_ms) + detail::fmt(" %.1f TF/s", r.winner_tflops);
   if (r.source == Source::tuned || r.source == Source::fallback) {

@@ -30,6 +30,13 @@
 // While the caller's stream is capturing a CUDA graph nothing is benchmarked or synchronised: the
 // call gets the cached or heuristic instance (default launch options: no workspace is needed) and the
 // key is remembered; tune_pending() tunes those.
+//
+// Conv2d keys (select_conv and friends) go through the same steps, policies, cache, logs and locks,
+// with conv tactics (ktune/conv/tactics.hpp): candidates are the conv table's entries that accept the
+// problem on the device, ranked in the heuristic conv choice's order (rank 1 = what the Heuristic
+// policy runs), with raster-group variants; measured by a ConvTuningBackend (tuner/conv_backend.hpp)
+// on its own scratch tensors against a conservative reference instance. Their slots live in a map
+// of their own, so the GEMM hot path is unchanged.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -50,6 +57,8 @@
 #include <vector>
 
 #include "ktune/arch.hpp"
+#include "ktune/conv/dispatch.hpp"
+#include "ktune/conv/tactics.hpp"
 #include "ktune/dispatch.hpp"
 #include "ktune/gemm/heuristic.hpp"
 #include "ktune/gemm/tactics.hpp"
@@ -57,6 +66,7 @@
 #include "ktune/status.hpp"
 #include "ktune/tuner/backend.hpp"
 #include "ktune/tuner/cache.hpp"
+#include "ktune/tuner/conv_backend.hpp"
 #include "ktune/tuner/key.hpp"
 #include "ktune/tuner/report.hpp"
 #include "ktune/tuner/timing.hpp"
@@ -139,6 +149,9 @@ inline TunerOptions options_from_env(TunerOptions base = {}, std::vector<std::st
   return options_from_env(std::move(base), [](const char* n) -> const char* { return std::getenv(n); }, warnings);
 }
 
+// The cache identity's instance-table hash for conv2d entries.
+inline std::string conv_family_hash(const ConvTable& table) { return table_hash(table, "ktune-conv-families-v1"); }
+
 class Tuner {
  public:
   static constexpr int max_devices = 64;
@@ -146,6 +159,14 @@ class Tuner {
   explicit Tuner(std::shared_ptr<TuningBackend> backend, const GemmTable* table = &gemm_table(), TunerOptions opt = {})
       : backend_(std::move(backend)), table_(table), opt_(std::move(opt)) {
     bucketing_.store(opt_.m_bucketing, std::memory_order_relaxed);
+  }
+  // With conv2d tuning: `conv_backend` measures conv tactics (null: conv keys get the heuristic choice),
+  // `ctable` is the conv dispatch table.
+  Tuner(std::shared_ptr<TuningBackend> backend, const GemmTable* table, TunerOptions opt,
+        std::shared_ptr<ConvTuningBackend> conv_backend, const ConvTable* ctable = &conv_table())
+      : Tuner(std::move(backend), table, std::move(opt)) {
+    conv_backend_ = std::move(conv_backend);
+    conv_table_ = ctable;
   }
   Tuner(const Tuner&) = delete;
   Tuner& operator=(const Tuner&) = delete;
@@ -237,9 +258,11 @@ class Tuner {
   // still attempted); `tuned` (optional) counts the keys tuned now.
   Status tune_pending(std::size_t* tuned = nullptr) {
     std::vector<Pending> work;
+    std::vector<ConvPending> conv_work;
     {
       std::lock_guard lock(pending_mu_);
       work.swap(pending_);
+      conv_work.swap(conv_pending_);
     }
     Status first;
     std::size_t n = 0;
@@ -257,14 +280,142 @@ class Tuner {
       });
       if (!s.ok() && first.ok()) (void)(first = s);
     }
+    for (const ConvPending& p : conv_work) {
+      Status s = guarded([&]() -> Status {
+        DeviceContext* ctx = nullptr;
+        KTUNE_RETURN_IF_ERROR(context(p.device, ctx));
+        std::shared_ptr<ConvSlot> slot = conv_slot_for(*ctx, p.key);
+        std::lock_guard lock(slot->mu);
+        if (slot->winner.load(std::memory_order_acquire) != nullptr) return {};
+        const ConvTactic* w = nullptr;
+        Status st = tune_conv_locked(*ctx, *slot, p.desc, p.al, p.key, options(), w, nullptr);
+        if (st.ok()) ++n;
+        return st;
+      });
+      if (!s.ok() && first.ok()) (void)(first = s);
+    }
     if (tuned) *tuned = n;
     return first;
   }
 
   std::size_t pending_count() const {
     std::lock_guard lock(pending_mu_);
-    return pending_.size();
+    return pending_.size() + conv_pending_.size();
   }
+
+  // ---- Conv2d --------------------------------------------------------------------------------------------
+
+  // The conv tactic to run this (validated) problem with. Tunes the key on first use. `ops` is only
+  // used for its alignment: tuning never touches the caller's tensors. The pointer stays valid for the
+  // tuner's lifetime. Hot path: as select() for GEMM (device, alignment, POD key, one shared-lock
+  // lookup, one atomic load).
+  Status select_conv(const Conv2dDesc& desc, const Conv2dOperands& ops, cudaStream_t stream, const ConvTactic*& out) {
+    out = nullptr;
+    int ordinal = -1;
+    if (Status s = backend_->current_device(ordinal); !s.ok()) return s;
+    DeviceContext* ctx = context_fast(ordinal);
+    const ConvAlignment al = alignment_of(desc, ops);
+    const ConvKey key = make_conv_key(desc, al);
+    if (ctx != nullptr) {
+      std::shared_lock lock(ctx->mu);
+      auto it = ctx->conv_slots.find(key);
+      if (it != ctx->conv_slots.end()) {
+        if (const ConvTactic* w = it->second->winner.load(std::memory_order_acquire)) {
+          out = w;
+          return {};
+        }
+      }
+    }
+    return guarded([&] { return select_conv_slow(ordinal, desc, al, key, stream, out); });
+  }
+
+  // The pinned conv tactic for this problem on the current device, or nullptr. Never tunes.
+  const ConvTactic* lookup_conv(const Conv2dDesc& desc, const Conv2dOperands& ops) {
+    int ordinal = -1;
+    if (!backend_->current_device(ordinal).ok()) return nullptr;
+    DeviceContext* ctx = context_fast(ordinal);
+    if (ctx == nullptr) return nullptr;
+    const ConvKey key = make_conv_key(desc, alignment_of(desc, ops));
+    std::shared_lock lock(ctx->mu);
+    auto it = ctx->conv_slots.find(key);
+    return it == ctx->conv_slots.end() ? nullptr : it->second->winner.load(std::memory_order_acquire);
+  }
+
+  // Tune a conv problem with alignment class `al` on the current device now (offline pre-tuning,
+  // benchmarks). Already pinned keys are only re-measured with `force`.
+  Status tune_conv(const Conv2dDesc& desc, const ConvAlignment& al, TuningReport* report = nullptr, bool force = false) {
+    return guarded([&]() -> Status {
+      int ordinal = -1;
+      KTUNE_RETURN_IF_ERROR(backend_->current_device(ordinal));
+      DeviceContext* ctx = nullptr;
+      KTUNE_RETURN_IF_ERROR(context(ordinal, ctx));
+      const ConvKey key = make_conv_key(desc, al);
+      std::shared_ptr<ConvSlot> slot = conv_slot_for(*ctx, key);
+      std::lock_guard lock(slot->mu);
+      if (!force && slot->winner.load(std::memory_order_acquire) != nullptr) {
+        if (report) {
+          *report = base_conv_report(*ctx, key, slot->source);
+          report->winner = slot->winner.load()->name;
+        }
+        return {};
+      }
+      const ConvTactic* w = nullptr;
+      return tune_conv_locked(*ctx, *slot, desc, al, key, options(), w, report);
+    });
+  }
+
+  // Force a conv tactic ("<instance>" or "<instance>@rg16") for a problem on the current device.
+  Status pin_conv(const Conv2dDesc& desc, const ConvAlignment& al, std::string_view tactic) {
+    return guarded([&]() -> Status {
+      int ordinal = -1;
+      KTUNE_RETURN_IF_ERROR(backend_->current_device(ordinal));
+      DeviceContext* ctx = nullptr;
+      KTUNE_RETURN_IF_ERROR(context(ordinal, ctx));
+      std::string_view instance, suffix;
+      split_tactic_name(tactic, instance, suffix);
+      const ConvKernelEntry* e = conv_table_->find(instance);
+      if (e == nullptr) return error(StatusCode::no_instance, "no conv instance named " + std::string(instance));
+      KTUNE_RETURN_IF_ERROR(can_implement(*e, desc, al, &ctx->info));
+      ConvLaunchOptions lo;
+      std::string why;
+      if (!suffix.empty() && !parse_conv_launch_suffix(suffix, lo, why)) return error(StatusCode::invalid_argument, why);
+      const ConvKey key = make_conv_key(desc, al);
+      std::shared_ptr<ConvSlot> slot = conv_slot_for(*ctx, key);
+      std::lock_guard lock(slot->mu);
+      slot->source = Source::pinned;
+      slot->winner.store(intern_conv(e, lo), std::memory_order_release);
+      return {};
+    });
+  }
+
+  // Conv tactics ranked best first: every instance that accepts the problem on `dev` in the heuristic
+  // conv order with its default options, then the other launch variants in the same order.
+  std::vector<ConvTactic> ranked_conv_tactics(const Conv2dDesc& d, const ConvAlignment& al, const DeviceInfo& dev, bool variants = true,
+                                              std::vector<std::string>* why_not = nullptr) const {
+    std::vector<const ConvKernelEntry*> c = ranked_conv_candidates(d, al, dev, why_not);
+    std::vector<ConvTactic> out, rest;
+    out.reserve(c.size());
+    for (const ConvKernelEntry* e : c) {
+      out.push_back(ConvTactic{e, ConvLaunchOptions{}, conv_tactic_name(e->name, ConvLaunchOptions{})});
+      if (!variants) continue;
+      for (const ConvLaunchOptions& o : conv_launch_variants(*e, d, dev))
+        if (!is_default_launch(o)) rest.push_back(ConvTactic{e, o, conv_tactic_name(e->name, o)});
+    }
+    for (auto& t : rest) out.push_back(std::move(t));
+    return out;
+  }
+
+  // Conv instances that accept the problem on `dev`, in the heuristic conv order (best first).
+  std::vector<const ConvKernelEntry*> ranked_conv_candidates(const Conv2dDesc& d, const ConvAlignment& al, const DeviceInfo& dev,
+                                                             std::vector<std::string>* why_not = nullptr) const {
+    if (conv_table_ == nullptr) return {};
+    std::vector<const ConvKernelEntry*> c = conv_table_->candidates(d, al, &dev, why_not);
+    sort_conv_candidates(c, d, dev);
+    return c;
+  }
+
+  const ConvTable* conv_table_ptr() const { return conv_table_; }
+  bool tunes_conv() const { return conv_backend_ != nullptr; }
 
   // Force a tactic for a problem on the current device: an instance name, optionally with launch
   // options ("<instance>@split4s@cl2", see tactics.hpp). The instance must accept the problem and the
@@ -348,10 +499,14 @@ class Tuner {
       if (ctx == nullptr) continue;
       std::unique_lock lock(ctx->mu);
       ctx->slots.clear();
+      ctx->conv_slots.clear();
     }
   }
 
-  void release_scratch() { backend_->release_scratch(); }
+  void release_scratch() {
+    backend_->release_scratch();
+    if (conv_backend_) conv_backend_->release_scratch();
+  }
 
   struct Counters {
     std::uint64_t misses = 0;      // calls that took the slow path
@@ -444,17 +599,22 @@ class Tuner {
   }
 
  private:
-  struct Slot {
+  template <class Tactic>
+  struct BasicSlot {
     std::mutex mu;  // held while this key is decided
-    std::atomic<const GemmTactic*> winner{nullptr};  // points into tactics_
+    std::atomic<const Tactic*> winner{nullptr};  // points into tactics_ / conv_tactics_
     Source source = Source::tuned;  // guarded by mu
   };
+  using Slot = BasicSlot<GemmTactic>;
+  using ConvSlot = BasicSlot<ConvTactic>;
   struct DeviceContext {
     int ordinal = -1;
     DeviceInfo info;
     CacheIdentity id;
     mutable std::shared_mutex mu;
+    CacheIdentity conv_id;  // conv2d entries: the conv table's hash
     std::unordered_map<ProblemKey, std::shared_ptr<Slot>, ProblemKeyHash> slots;
+    std::unordered_map<ConvKey, std::shared_ptr<ConvSlot>, ConvKeyHash> conv_slots;  // under mu too
     std::mutex bench_mu;  // one measurement at a time on this device
   };
   struct Pending {
@@ -462,6 +622,12 @@ class Tuner {
     ProblemKey key;
     GemmDesc desc;
     GemmAlignment al;
+  };
+  struct ConvPending {
+    int device;
+    ConvKey key;
+    Conv2dDesc desc;
+    ConvAlignment al;
   };
 
   std::shared_ptr<TuningBackend> backend_;
@@ -481,10 +647,24 @@ class Tuner {
 
   mutable std::mutex pending_mu_;
   std::vector<Pending> pending_;
+  std::vector<ConvPending> conv_pending_;
+
+  std::shared_ptr<ConvTuningBackend> conv_backend_;
+  const ConvTable* conv_table_ = &conv_table();
 
   // Every tactic ever pinned, by name; never freed before the tuner (select() hands out pointers).
   std::mutex tactics_mu_;
   std::unordered_map<std::string, std::unique_ptr<GemmTactic>> tactics_;
+
+  std::unordered_map<std::string, std::unique_ptr<ConvTactic>> conv_tactics_;  // under tactics_mu_
+
+  const ConvTactic* intern_conv(const ConvKernelEntry* e, const ConvLaunchOptions& o) {
+    std::string name = conv_tactic_name(e->name, o);
+    std::lock_guard lock(tactics_mu_);
+    auto& t = conv_tactics_[name];
+    if (!t) t = std::make_unique<ConvTactic>(ConvTactic{e, o, std::move(name)});
+    return t.get();
+  }
 
   const GemmTactic* intern(const GemmKernelEntry* e, const GemmLaunchOptions& o) {
     std::string name = tactic_name(e->name, o);
@@ -558,10 +738,12 @@ class Tuner {
     ctx->ordinal = ordinal;
     KTUNE_RETURN_IF_ERROR(backend_->device_info(ordinal, ctx->info));
     ctx->id = CacheIdentity{ctx->info.fingerprint(), std::string(ktune_version), family_hash(*table_)};
+    ctx->conv_id = CacheIdentity{ctx->info.fingerprint(), std::string(ktune_version),
+                                 conv_table_ != nullptr ? conv_family_hash(*conv_table_) : std::string("none")};
     CacheStore::Applicability a;
     {
       std::lock_guard slock(store_mu_);
-      a = store_.applicability(ctx->id);
+      a = store_.applicability(ctx->id, ctx->conv_id);
     }
     const std::string name = ctx->info.name;
     out = ctx.get();
@@ -936,9 +1118,345 @@ class Tuner {
     if (report_out) *report_out = std::move(r);
     return {};
   }
+
+  // ---- Conv2d: the slow path ----------------------------------------------------------------------------
+
+  std::shared_ptr<ConvSlot> conv_slot_for(DeviceContext& ctx, const ConvKey& key) {
+    {
+      std::shared_lock lock(ctx.mu);
+      auto it = ctx.conv_slots.find(key);
+      if (it != ctx.conv_slots.end()) return it->second;
+    }
+    std::unique_lock lock(ctx.mu);
+    auto& s = ctx.conv_slots[key];
+    if (!s) s = std::make_shared<ConvSlot>();
+    return s;
+  }
+
+  TuningReport base_conv_report(const DeviceContext& ctx, const ConvKey& key, Source src) const {
+    TuningReport r;
+    r.key.op = OpKind::conv2d;
+    r.conv = key;
+    r.device = ctx.ordinal;
+    r.device_name = ctx.info.name;
+    r.source = src;
+    return r;
+  }
+
+  // The cache's conv tactic for this key on this device, if its instance is in the conv table, accepts
+  // the problem on the device, and its launch options are ones conv_launch_variants() offers.
+  const ConvTactic* from_conv_cache(DeviceContext& ctx, const ConvKey& key, const Conv2dDesc& d, const ConvAlignment& al,
+                                    double* ms) {
+    std::string name, launch;
+    {
+      std::lock_guard lock(store_mu_);
+      const CacheEntry* e = store_.find(key, ctx.conv_id);
+      if (e == nullptr) return nullptr;
+      name = e->instance;
+      launch = e->launch;
+      if (ms) *ms = e->ms;
+    }
+    const ConvKernelEntry* inst = conv_table_ != nullptr ? conv_table_->find(name) : nullptr;
+    if (inst == nullptr) {
+      log(LogLevel::warn, "tuning cache entry for " + to_string(key) + " names conv instance '" + name +
+                              "', which this build does not have; ignoring it");
+      return nullptr;
+    }
+    if (Status s = can_implement(*inst, d, al, &ctx.info); !s.ok()) {
+      log(LogLevel::warn, "tuning cache entry for " + to_string(key) + " names conv instance '" + name +
+                              "', which cannot run it (" + s.message() + "); ignoring it");
+      return nullptr;
+    }
+    ConvLaunchOptions lo;
+    std::string why;
+    if (!launch.empty() && !parse_conv_launch_suffix(launch, lo, why)) {
+      log(LogLevel::warn, "tuning cache entry for " + to_string(key) + ": " + why + "; ignoring it");
+      return nullptr;
+    }
+    if (!is_conv_launch_variant(*inst, lo, d, ctx.info)) {
+      log(LogLevel::warn, "tuning cache entry for " + to_string(key) + " names tactic '" + conv_tactic_name(name, lo) +
+                              "', whose launch options this build does not offer for the problem; ignoring it");
+      return nullptr;
+    }
+    return intern_conv(inst, lo);
+  }
+
+  Status no_conv_candidates_error(const Conv2dDesc& d, const ConvAlignment& al, const DeviceInfo& dev) const {
+    if (conv_table_ == nullptr || conv_table_->size() == 0)
+      return error(StatusCode::no_instance, "the conv dispatch table is empty");
+    bool math_exists = false;
+    for (const auto& e : conv_table_->entries()) math_exists |= e.config.gemm.math == required_math(d) || math_implements(e.config.gemm.math, required_math(d));
+    if (!math_exists) return error(StatusCode::unsupported, "no conv instance computes " + std::string(to_string(required_math(d))));
+    return error(StatusCode::no_instance, "no conv instance accepts this problem on " + dev.name + " (x allows " +
+                                              std::to_string(al.x) + "-element vectors, w " + std::to_string(al.w) + ")");
+  }
+
+  Status select_conv_slow(int ordinal, const Conv2dDesc& d, const ConvAlignment& al, const ConvKey& key, cudaStream_t stream,
+                          const ConvTactic*& out) {
+    misses_.fetch_add(1, std::memory_order_relaxed);
+    DeviceContext* ctx = nullptr;
+    KTUNE_RETURN_IF_ERROR(context(ordinal, ctx));
+    const TunerOptions opt = options();
+    std::shared_ptr<ConvSlot> slot = conv_slot_for(*ctx, key);
+    if (const ConvTactic* w = slot->winner.load(std::memory_order_acquire)) {
+      out = w;
+      return {};
+    }
+    const bool measuring = opt.policy == Policy::tune && conv_backend_ != nullptr;
+    const bool capturing = measuring && backend_->is_capturing(stream);
+    std::unique_lock lock(slot->mu, std::defer_lock);
+    if (capturing) {
+      if (!lock.try_lock()) return conv_deferred(*ctx, d, al, key, opt, out, /*remember=*/false);  // being tuned now
+    } else {
+      lock.lock();  // another thread may be tuning this key: wait for its result
+    }
+    if (const ConvTactic* w = slot->winner.load(std::memory_order_acquire)) {
+      out = w;
+      return {};
+    }
+    const auto t0 = Clock::now();
+    if (opt.policy != Policy::heuristic) {
+      double ms = 0;
+      if (const ConvTactic* e = from_conv_cache(*ctx, key, d, al, &ms)) {
+        slot->source = Source::cache;
+        slot->winner.store(e, std::memory_order_release);
+        from_cache_.fetch_add(1, std::memory_order_relaxed);
+        TuningReport r = base_conv_report(*ctx, key, Source::cache);
+        r.winner = e->name;
+        r.winner_ms = ms;
+        r.winner_tflops = tflops_of(conv_flops(key), ms);
+        r.tuning_ms = ms_since(t0);
+        publish(r, opt);
+        out = e;
+        return {};
+      }
+    }
+    if (!measuring) {
+      const std::vector<const ConvKernelEntry*> ranked = ranked_conv_candidates(d, al, ctx->info);
+      if (ranked.empty()) return no_conv_candidates_error(d, al, ctx->info);
+      const ConvTactic* t = intern_conv(ranked.front(), ConvLaunchOptions{});
+      slot->source = Source::heuristic;
+      slot->winner.store(t, std::memory_order_release);
+      heuristic_.fetch_add(1, std::memory_order_relaxed);
+      TuningReport r = base_conv_report(*ctx, key, Source::heuristic);
+      r.winner = t->name;
+      r.tuning_ms = ms_since(t0);
+      r.note = opt.policy != Policy::tune ? "policy " + std::string(to_string(opt.policy)) : std::string("no conv measuring backend");
+      publish(r, opt);
+      out = t;
+      return {};
+    }
+    if (capturing) return conv_deferred(*ctx, d, al, key, opt, out, /*remember=*/true);
+    return tune_conv_locked(*ctx, *slot, d, al, key, opt, out, nullptr);
+  }
+
+  // Capture in progress: the heuristic choice, not pinned; the key is remembered for tune_pending().
+  Status conv_deferred(DeviceContext& ctx, const Conv2dDesc& d, const ConvAlignment& al, const ConvKey& key, const TunerOptions& opt,
+                       const ConvTactic*& out, bool remember) {
+    deferred_.fetch_add(1, std::memory_order_relaxed);
+    const std::vector<const ConvKernelEntry*> ranked = ranked_conv_candidates(d, al, ctx.info);
+    if (ranked.empty()) return no_conv_candidates_error(d, al, ctx.info);
+    out = intern_conv(ranked.front(), ConvLaunchOptions{});
+    if (!remember) return {};
+    bool added = false;
+    {
+      std::lock_guard lock(pending_mu_);
+      const bool known = std::any_of(conv_pending_.begin(), conv_pending_.end(),
+                                     [&](const ConvPending& p) { return p.device == ctx.ordinal && p.key == key; });
+      if (!known) {
+        conv_pending_.push_back(ConvPending{ctx.ordinal, key, d, al});
+        added = true;
+      }
+    }
+    if (added) {
+      heuristic_.fetch_add(1, std::memory_order_relaxed);
+      TuningReport r = base_conv_report(ctx, key, Source::deferred);
+      r.winner = out->name;
+      r.note = "stream is capturing a CUDA graph: not benchmarked; call ktune::tune_pending() later";
+      publish(r, opt);
+    }
+    return {};
+  }
+
+  // Measure conv tactics and pin the winner. Caller holds slot.mu.
+  Status tune_conv_locked(DeviceContext& ctx, ConvSlot& slot, const Conv2dDesc& d, const ConvAlignment& al, const ConvKey& key,
+                          const TunerOptions& opt, const ConvTactic*& out, TuningReport* report_out) {
+    const auto t0 = Clock::now();
+    const bool verbose = logs(LogLevel::verbose) || static_cast<bool>(opt.on_report) || report_out != nullptr;
+    std::vector<std::string> why_not;
+    const std::vector<ConvTactic> ranked = ranked_conv_tactics(d, al, ctx.info, opt.launch_variants, verbose ? &why_not : nullptr);
+    if (ranked.empty()) return no_conv_candidates_error(d, al, ctx.info);
+    std::vector<const ConvKernelEntry*> instances;
+    for (const ConvTactic& t : ranked)
+      if (std::find(instances.begin(), instances.end(), t.entry) == instances.end()) instances.push_back(t.entry);
+
+    TuningReport r = base_conv_report(ctx, key, Source::tuned);
+    const double flops = conv_flops(key);
+    const double tol = opt.tolerances.for_problem(key.math, key.y_type);
+    const std::size_t keep =
+        opt.max_candidates > 0 ? std::min<std::size_t>(ranked.size(), static_cast<std::size_t>(opt.max_candidates)) : ranked.size();
+
+    std::vector<Contender> contenders;
+    std::vector<std::size_t> contender_record;
+    Status session_status;
+    if (conv_backend_ == nullptr) (void)(session_status = error(StatusCode::unsupported, "no conv measuring backend"));
+    {
+      std::lock_guard bench(ctx.bench_mu);
+      std::unique_ptr<ConvTuningSession> session;
+      if (session_status.ok())
+        (void)(session_status = conv_backend_->begin(ctx.ordinal, d, al, std::span<const ConvKernelEntry* const>(instances), session));
+      if (session_status.ok() && !session) (void)(session_status = error(StatusCode::internal, "backend returned no session"));
+      if (session_status.ok()) {
+        const auto m0 = Clock::now();
+        double best = std::numeric_limits<double>::infinity();
+        for (std::size_t i = 0; i < keep; ++i) {
+          const ConvTactic& tac = ranked[i];
+          TacticRecord t;
+          t.name = tac.name;
+          t.rank = static_cast<int>(i + 1);
+          if (opt.max_ms_per_key > 0 && ms_since(m0) >= opt.max_ms_per_key && !contenders.empty()) {
+            t.status = TacticStatus::pruned_by_budget;
+            t.detail = "key budget of " + detail::fmt("%.0f ms", opt.max_ms_per_key) + " spent";
+            r.records.push_back(std::move(t));
+            continue;
+          }
+          const Validation v = session->validate(tac);
+          t.rel_error = v.rel_error;
+          if (!v.status.ok()) {
+            t.status = TacticStatus::failed_launch;
+            t.detail = v.status.message();
+            r.records.push_back(std::move(t));
+            continue;
+          }
+          if (!(v.rel_error <= tol)) {
+            t.status = TacticStatus::failed_validation;
+            t.detail = "relative error " + detail::fmt("%.2e", v.rel_error) + " > tolerance " + detail::fmt("%.0e", tol);
+            r.records.push_back(std::move(t));
+            continue;
+          }
+          MeasureRequest req;
+          req.repeats = opt.repeats;
+          req.best_ms = best;
+          req.max_launch_ms = opt.max_launch_ms;
+          if (opt.max_ms_per_key > 0) req.budget_ms = std::max(0.0, opt.max_ms_per_key - ms_since(m0)) / double(keep - i);
+          const Measurement m = session->measure(tac, req);
+          t.repeats = m.repeats;
+          if (!m.status.ok()) {
+            t.status = TacticStatus::failed_launch;
+            t.detail = m.status.message();
+            r.records.push_back(std::move(t));
+            continue;
+          }
+          t.ms = m.ms;
+          t.tflops = tflops_of(flops, m.ms);
+          if (!(m.ms > 0) || !std::isfinite(m.ms)) {
+            t.status = TacticStatus::failed_launch;
+            t.detail = "no valid time";
+          } else if (m.exceeded_bound || m.ms > opt.max_launch_ms) {
+            t.status = TacticStatus::exceeded_time_bound;
+            t.detail = detail::fmt("%.1f ms", m.ms) + " > bound " + detail::fmt("%.1f ms", opt.max_launch_ms);
+          } else if (m.stop == RepeatDecision::slower_than_best) {
+            t.status = TacticStatus::slower_than_best;
+            t.detail = detail::fmt("> %.2fx the best so far", opt.repeats.slow_cutoff);
+          } else {
+            t.status = TacticStatus::measured;
+            best = std::min(best, m.ms);
+            contenders.push_back(Contender{tac.name, m.ms,
+                                           static_cast<long long>(tac.entry->resources.threads) * tac.entry->resources.smem_bytes, i});
+            contender_record.push_back(r.records.size());
+            t.detail = "spread " + detail::fmt("%.1f%%", m.spread * 100) + ", stop: " + std::string(to_string(m.stop));
+          }
+          r.records.push_back(std::move(t));
+        }
+        r.scratch_bytes = session->scratch_bytes();
+        r.method = session->describe();
+      }
+    }
+    for (std::size_t i = keep; i < ranked.size(); ++i) {
+      TacticRecord t;
+      t.name = ranked[i].name;
+      t.rank = static_cast<int>(i + 1);
+      t.status = TacticStatus::pruned_by_model;
+      t.detail = "rank " + std::to_string(i + 1) + " > max_candidates " + std::to_string(opt.max_candidates);
+      r.records.push_back(std::move(t));
+    }
+    for (auto& w : why_not) {
+      TacticRecord t;
+      const auto colon = w.find(": ");
+      t.name = w.substr(0, colon);
+      t.detail = colon == std::string::npos ? std::string() : w.substr(colon + 2);
+      t.status = TacticStatus::cannot_implement;
+      r.records.push_back(std::move(t));
+    }
+
+    const int win = pick_winner(contenders, opt.tie_band);
+    const ConvTactic* winner = nullptr;
+    if (win >= 0) {
+      const ConvTactic& wt = ranked[contenders[static_cast<std::size_t>(win)].index];
+      winner = intern_conv(wt.entry, wt.launch);
+      TacticRecord& wr = r.records[contender_record[static_cast<std::size_t>(win)]];
+      wr.status = TacticStatus::selected;
+      const double fastest = std::min_element(contenders.begin(), contenders.end(),
+                                              [](const Contender& a, const Contender& b) { return a.ms < b.ms; })->ms;
+      if (wr.ms > fastest) wr.detail = "near-tie (within " + detail::fmt("%.1f%%", opt.tie_band * 100) +
+                                       " of the fastest): fewer resources / name; " + wr.detail;
+      r.winner = wr.name;
+      r.winner_ms = wr.ms;
+      r.winner_tflops = wr.tflops;
+      tunings_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      // Nothing measured successfully: the heuristic choice (default options), pinned in memory for this
+      // process but not persisted.
+      winner = intern_conv(ranked.front().entry, ConvLaunchOptions{});
+      r.source = Source::fallback;
+      r.winner = winner->name;
+      r.note = session_status.ok() ? "no candidate passed validation and timing; using the heuristic choice"
+                                   : "could not prepare tuning (" + session_status.message() + "); using the heuristic choice";
+      heuristic_.fetch_add(1, std::memory_order_relaxed);
+    }
+    sort_records(r.records);
+    r.tuning_ms = ms_since(t0);
+    slot.source = r.source;
+    slot.winner.store(winner, std::memory_order_release);
+    out = winner;
+    publish(r, opt);
+
+    if (r.source == Source::tuned) {
+      CacheEntry ce;
+      ce.key.op = OpKind::conv2d;
+      ce.conv = key;
+      ce.id = ctx.conv_id;
+      ce.instance = std::string(winner->entry->name);
+      ce.launch = launch_suffix(winner->launch);
+      ce.ms = r.winner_ms;
+      ce.tflops = r.winner_tflops;
+      persist(ce, opt);
+    }
+    if (report_out) *report_out = std::move(r);
+    return {};
+  }
+
+  // Add a newly tuned entry to the in-memory cache; save when a path is set.
+  void persist(const CacheEntry& ce, const TunerOptions& opt) {
+    {
+      std::lock_guard lock(store_mu_);
+      store_.insert(ce);
+    }
+    if (opt.autosave && !opt.cache_path.empty() && cache_writable_.load()) {
+      std::vector<std::string> warnings;
+      Status s;
+      {
+        std::lock_guard lock(store_mu_);
+        (void)(s = save_cache_file(opt.cache_path, store_, warnings));
+      }
+      if (!s.ok()) cache_writable_.store(false);  // warn once, not on every key
+      for (const auto& w : warnings) log(LogLevel::warn, w);
+    }
+  }
 };
 
 }  // namespace ktune::tuner
+
 
 namespace ktune {
 using tuner::Policy;
