@@ -18,13 +18,16 @@
 
 #include "ktune/conv/dispatch.hpp"
 #include "ktune/conv/problem.hpp"
+#include "ktune/conv/tactics.hpp"
 #include "ktune/device.hpp"
+#include "ktune/tuner/default.hpp"
 
 namespace ktune {
 
 struct ConvOptions {
   const char* instance = nullptr;  // run this instance by name instead of choosing one
-  ConvLaunchOptions launch{};
+  bool heuristic = false;          // choose by the heuristic (select_conv) instead of the tuner
+  ConvLaunchOptions launch{};      // non-default options replace the tuned tactic's
 };
 
 // All checks that decide between an error and a launch; `out` is the chosen entry.
@@ -72,29 +75,33 @@ inline Status select_conv(const Conv2dDesc& desc, const Conv2dOperands& ops, con
   if (on_device.empty()) return error(StatusCode::no_instance, "no conv instance runs on this device (" + device_reason + ")");
   // The fastest gather first (the Hopper routes where they apply), then the measured tile policy of
   // the mma.sync families, then a cost model (Hopper: sm90_conv_cost; mma.sync: the GEMM's); ties
-  // resolve by table order (deterministic).
-  int best_rank = std::numeric_limits<int>::max(), best_mismatch = std::numeric_limits<int>::max();
-  double best = std::numeric_limits<double>::infinity();
-  for (const ConvKernelEntry* e : on_device) {
-    const int rank = gather_rank(e->config), mismatch = conv_tile_mismatch(e->config, desc, dev);
-    const double cost = is_sm90_iterator(e->config.iterator) ? sm90_conv_cost(*e, desc, dev) : heuristic_cost(*e, desc, dev);
-    if (rank < best_rank || (rank == best_rank && (mismatch < best_mismatch || (mismatch == best_mismatch && cost < best)))) {
-      best_rank = rank;
-      best_mismatch = mismatch;
-      best = cost;
-      out = e;
-    }
-  }
+  // resolve by name (deterministic). The tuner ranks its candidates in the same order
+  // (conv/tactics.hpp: sort_conv_candidates), so this is its Heuristic policy's choice too.
+  sort_conv_candidates(on_device, desc, dev);
+  out = on_device.front();
   return {};
 }
 
 // y = epilogue(conv2d(x, w), y, bias, residual) on `stream`. Nothing is launched when the Status is not ok.
+// The instance and its launch options are the tuner's pick for this problem on this GPU (benchmarked on
+// first use on scratch tensors, then a constant-time lookup; see ktune/tuner/default.hpp; KTUNE_TUNING
+// =heuristic or off gives the heuristic choice / cache entries only), unless `opt` names an instance
+// or asks for the heuristic; non-default `opt.launch` replaces the tactic's launch options.
 inline Status conv2d(const Conv2dDesc& desc, const Conv2dOperands& ops, cudaStream_t stream = nullptr,
                      const ConvOptions& opt = {}) {
   KTUNE_RETURN_IF_ERROR(validate(desc, ops));
-  KTUNE_RETURN_IF_ERROR(check_conv_launch_options(opt.launch));  // before anything is tuned or launched
   static const bool have_device = cuda_device_count() > 0;
   if (!have_device) return error(StatusCode::no_device, "no CUDA device found");
+  if (opt.instance == nullptr && !opt.heuristic) {
+    const ConvTactic* t = nullptr;
+    if (default_tuner().select_conv(desc, ops, stream, t).ok() && t != nullptr) {
+      const Status st = t->entry->launch(desc, ops, is_default_launch(opt.launch) ? t->launch : opt.launch, stream);
+      // A Hopper route that this build has no sm_90a code for refuses to launch (no_instance, nothing
+      // launched; tuning excludes it, but a heuristic or deferred choice may name it): the heuristic
+      // choice among the mma.sync instances below.
+      if (st.code() != StatusCode::no_instance || !is_sm90_iterator(t->entry->config.iterator)) return st;
+    }
+  }
   DeviceInfo dev;
   KTUNE_RETURN_IF_ERROR(current_device(dev));
   const ConvKernelEntry* e = nullptr;

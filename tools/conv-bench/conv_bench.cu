@@ -3,7 +3,10 @@
 //   cuDNN fused    cudnnConvolutionBiasActivationForward (IMPLICIT_PRECOMP_GEMM, the only algorithm it
 //                  takes with ReLU)
 //   cuDNN unfused  cudnnConvolutionForward (cuDNN's own _v7 choice) + cudnnAddTensor + cudnnActivationForward
-// Every ktune instance that accepts a layer is run by name; the instance ktune::conv2d() picks is marked.
+// Every ktune instance that accepts a layer is run by name; the heuristic's pick (select_conv, the
+// Heuristic policy) is marked "pick"; "tuned" is ktune::conv2d() as it runs by default: the runtime
+// tuner's tactic (instance + raster group), tuned on the first call of each layer (tuning time shown;
+// KTUNE_TUNING=heuristic|off and KTUNE_CACHE apply as usual).
 // Timing: one untimed call, a CUDA graph of 10 calls, 3 warm-up replays, median of 5 replays (GPU time
 // per call). mma.sync instances: only those of the best gather rank among them (no narrower analytic
 // vectors where a wider iterator applies). Every instance's output is compared with cuDNN's fused output (relative Frobenius error).
@@ -27,6 +30,7 @@
 #include <vector>
 
 #include "ktune/conv.hpp"
+#include "ktune/tuner/default.hpp"
 
 #ifndef KTUNE_GIT_COMMIT
 #define KTUNE_GIT_COMMIT "unknown"
@@ -171,7 +175,7 @@ int main(int argc, char** argv) {
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // line by line: a run cut short by a timeout keeps what it printed
   FILE* csv = csv_path ? std::fopen(csv_path, "w") : nullptr;
-  if (csv) std::fprintf(csv, "layer,instance,route,picked,us,tflops,rel_err_vs_cudnn,cudnn_fused_us,cudnn_unfused_us\n");
+  if (csv) std::fprintf(csv, "layer,instance,route,picked,us,tflops,rel_err_vs_cudnn,cudnn_fused_us,cudnn_unfused_us,tuned\n");
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
   cudnnHandle_t h;
@@ -187,7 +191,8 @@ int main(int argc, char** argv) {
   }
   std::printf("ktune-conv-bench commit %s: device %s cc%d, %d SMs, cuDNN %zu, %zu conv instances, N=%d, f16, bias+ReLU\n",
               KTUNE_GIT_COMMIT, dev.name.c_str(), dev.cc, dev.sm_count, cudnnGetVersion(), ktune::conv_table().size(), N);
-  double lg_pick = 0, lg_best = 0, lg_unf_pick = 0;
+  double lg_pick = 0, lg_best = 0, lg_unf_pick = 0, lg_tuned = 0, lg_tuned_best = 0;
+  int tuned_is_best = 0;
   std::map<std::string, double> lg_route;
   std::map<std::string, int> n_route;
   int nl = 0;
@@ -333,6 +338,38 @@ int main(int argc, char** argv) {
       if (&e == pick) t_pick = t;
       if (csv) std::fprintf(csv, "\n");
     }
+    // ---- the tuned pick: ktune::conv2d() with default options (tunes this key on its first call)
+    double t_tuned = -1, tuned_err = -1, tuning_ms = 0;
+    std::string tuned_name = "(none)";
+    {
+      ktune::tuner::TuningReport rep;
+      const auto c0 = std::chrono::steady_clock::now();
+      const ktune::Status ts = ktune::default_tuner().tune_conv(d, ktune::alignment_of(d, o), &rep);
+      tuning_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count();
+      const ktune::ConvTactic* tac = ktune::default_tuner().lookup_conv(d, o);
+      if (!ts.ok() || tac == nullptr) {
+        std::printf("  tuning failed: %s\n", ts.to_string().c_str());
+      } else {
+        tuned_name = tac->name + " [" + std::string(ktune::tuner::to_string(rep.source)) + "]";
+        CK(cudaMemsetAsync(y, 0xFF, sh.y_elems * 2, s));
+        t_tuned = time_us(s, [&] { return ktune::conv2d(d, o, s).ok(); });
+        if (t_tuned > 0 && cs == CUDNN_STATUS_SUCCESS) {
+          CK(cudaMemsetAsync(sums, 0, 3 * sizeof(double), s));
+          diff_sums<<<264, 256, 0, s>>>(y, yref, sh.y_elems, sums);
+          double hs[3];
+          CK(cudaMemcpyAsync(hs, sums, sizeof hs, cudaMemcpyDeviceToHost, s));
+          CK(cudaStreamSynchronize(s));
+          tuned_err = hs[2] > 0 ? 1.0 : std::sqrt(hs[0] / std::max(hs[1], 1e-30));
+          if (tuned_err > worst_err) {
+            worst_err = tuned_err;
+            worst_name = tuned_name + " on " + label;
+          }
+        }
+        if (csv)
+          std::fprintf(csv, "%s,%s,tuned,0,%.2f,%.1f,%.2e,%.2f,,1\n", label, tac->name.c_str(), t_tuned,
+                       t_tuned > 0 ? flops / t_tuned * 1e-6 : 0.0, tuned_err, t_fused);
+      }
+    }
     const double t_unf = time_us(s, [&] {
       bool ok = cudnnConvolutionForward(h, &one, xd, x, wd, w, cd, ualgo, ws, ws_u, &zero, yd, yref) == CUDNN_STATUS_SUCCESS;
       ok &= cudnnAddTensor(h, &one, use_bd, use_b, &one, yd, yref) == CUDNN_STATUS_SUCCESS;
@@ -356,11 +393,14 @@ int main(int argc, char** argv) {
                 "unfused %7.1f [algo %d] | fused/pick %.2fx fused/best %.2fx unfused/pick %.2fx | pick rel.err %.1e\n",
                 li, label, t_pick, flops / t_pick * 1e-6, t_pick_plain, pick->name.data(), t_best, best_name.c_str(),
                 t_fused, L.anchor_fused, t_unf, (int)ualgo, t_fused / t_pick, t_fused / t_best, t_unf / t_pick, pick_err);
+    std::printf("     tuned %7.1f us %s | fused/tuned %.2fx | tuned/best %.3f | tuning %.0f ms | rel.err %.1e\n", t_tuned,
+                tuned_name.c_str(), t_fused / t_tuned, t_tuned / t_best, tuning_ms, tuned_err);
     for (auto& [route, t] : best_route) std::printf("     best %-13s %7.1f us (fused/this %.2fx)\n", route.c_str(), t, t_fused / t);
     {
       char row[512];
-      std::snprintf(row, sizeof row, "| %s | %.1f | %.1f | %s | %.1f | %.1f | %.2f | %.2f | %.2f |", label, t_pick, t_best,
-                    best_name.c_str(), t_fused, t_unf, t_fused / t_pick, t_fused / t_best, t_unf / t_pick);
+      std::snprintf(row, sizeof row, "| %s | %.1f | %.1f | %.1f | %s | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f |", label, t_pick,
+                    t_tuned, t_best, best_name.c_str(), t_fused, t_unf, t_fused / t_pick, t_fused / t_tuned, t_fused / t_best,
+                    t_unf / t_pick);
       table.push_back(row);
     }
     std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.us < b.us; });
@@ -371,6 +411,10 @@ int main(int argc, char** argv) {
       lg_pick += std::log(t_fused / t_pick);
       lg_best += std::log(t_fused / t_best);
       lg_unf_pick += std::log(t_unf / t_pick);
+      const double tt = t_tuned > 0 ? t_tuned : t_pick;  // a failed tuning counts as the heuristic's time
+      lg_tuned += std::log(t_fused / tt);
+      lg_tuned_best += std::log(tt / t_best);
+      tuned_is_best += tt <= 1.03 * t_best ? 1 : 0;
       // per route: the route's best, or the overall best where the route does not apply
       for (const char* route : {"sm90_gemm1x1", "sm90_im2col", "sm80_mma"}) {
         const double t = best_route.count(route) ? best_route[route] : t_best;
@@ -394,13 +438,15 @@ int main(int argc, char** argv) {
     cudnnDestroyConvolutionDescriptor(cd);
     cudnnDestroyActivationDescriptor(ad);
   }
-  std::printf("\n| layer | ktune pick us | best us | best instance | cuDNN fused us | cuDNN unfused us | fused/pick | fused/best | unfused/pick |\n|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("\n| layer | ktune heuristic pick us | ktune tuned us | best us | best instance | cuDNN fused us | cuDNN unfused us | fused/pick | fused/tuned | fused/best | unfused/pick |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const std::string& r : table) std::printf("%s\n", r.c_str());
   std::printf("timing: %s\n", g_graph_failed ? "SOME CALLS NOT CAPTURABLE: direct launches used for them" : "CUDA graph replay for all");
   std::printf("max rel.err vs cuDNN fused over every instance and layer: %.2e (%s)\n", worst_err, worst_name.c_str());
   if (nl) {
     std::printf("GEOMEAN over %d layers: cudnn_fused/ktune_pick %.3fx, cudnn_fused/ktune_best %.3fx, cudnn_unfused/ktune_pick %.2fx\n",
                 nl, std::exp(lg_pick / nl), std::exp(lg_best / nl), std::exp(lg_unf_pick / nl));
+    std::printf("GEOMEAN over %d layers: cudnn_fused/ktune_tuned %.3fx; ktune_tuned/ktune_best %.3f; tuned within 3%% of the best instance on %d of %d layers\n",
+                nl, std::exp(lg_tuned / nl), std::exp(lg_tuned_best / nl), tuned_is_best, nl);
     for (auto& [route, lg] : lg_route)
       std::printf("GEOMEAN cudnn_fused / best %s (overall best where it does not apply): %.3fx\n", route.c_str(), std::exp(lg / nl));
   }
