@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
               KTUNE_GIT_COMMIT, dev.name.c_str(), dev.cc, dev.sm_count, cudnnGetVersion(), ktune::conv_table().size(), N);
   double lg_pick = 0, lg_best = 0, lg_unf_pick = 0, lg_tuned = 0, lg_tuned_best = 0;
   int tuned_is_best = 0;
+  bool overhead_done = false;
   std::map<std::string, double> lg_route;
   std::map<std::string, int> n_route;
   int nl = 0;
@@ -368,6 +369,25 @@ int main(int argc, char** argv) {
         if (csv)
           std::fprintf(csv, "%s,%s,tuned,0,%.2f,%.1f,%.2e,%.2f,,1\n", label, tac->name.c_str(), t_tuned,
                        t_tuned > 0 ? flops / t_tuned * 1e-6 : 0.0, tuned_err, t_fused);
+        if (!overhead_done && t_tuned > 0) {  // host time per call: the tuned lookup + launch vs the raw launch
+          overhead_done = true;
+          auto host_us = [&](const std::function<bool()>& call) {
+            std::vector<double> v;
+            for (int rep = 0; rep < 7; ++rep) {
+              CK(cudaStreamSynchronize(s));
+              const auto h0 = std::chrono::steady_clock::now();
+              for (int i = 0; i < 50; ++i) call();
+              v.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count() / 50);
+            }
+            CK(cudaStreamSynchronize(s));
+            return median(v);
+          };
+          const double raw = host_us([&] { return tac->entry->launch(d, o, tac->launch, s).ok(); });
+          const double tuned_call = host_us([&] { return ktune::conv2d(d, o, s).ok(); });
+          const double raw2 = host_us([&] { return tac->entry->launch(d, o, tac->launch, s).ok(); });
+          std::printf("host overhead (%s, %s): ktune::conv2d %.2f us/call, raw launch %.2f / %.2f us/call, conv2d - raw %.2f us\n",
+                      label, tac->name.c_str(), tuned_call, raw, raw2, tuned_call - std::min(raw, raw2));
+        }
       }
     }
     const double t_unf = time_us(s, [&] {
