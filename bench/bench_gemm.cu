@@ -3,7 +3,9 @@
 //
 // Benchmarks are named gemm/<precision>/<layout>/<M>x<N>x<K>/<what>, <what> being
 //   cublasLt          the reference (cuBLASLt's default heuristic; cublasGemmEx if Lt has none)
-//   ktune             ktune::gemm() with no instance named: the one-call API's own choice
+//   ktune             ktune::gemm() with no instance named: the one-call API's own choice (the default
+//                     tuner's tactic, tuned by the first call; KTUNE_TUNING=heuristic: the cost model's);
+//                     label: that tactic's name
 //   ktune_gemm_sm80_… one instance by name (with --sweep: every instance that can implement the problem)
 // so --benchmark_filter selects by precision, layout, shape or instance, e.g.
 //   --benchmark_filter='gemm/bf16/tn/4096x4096x4096/'   or   --benchmark_filter='_w32x64_'
@@ -34,12 +36,14 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "../tools/common/gpu_harness.cuh"
+#include "bench_util.cuh"
 #include "ktune/gemm.hpp"
 
 namespace {
@@ -52,14 +56,11 @@ using tools::Precision;
 using tools::ProblemData;
 using tools::ProblemSpec;
 
-enum class What { cublas, ktune_heuristic, ktune_instance };
+enum class What { cublas, ktune_call, ktune_instance };
 
 // Process-wide GPU state.
-struct Gpu {
-  DeviceInfo dev;
-  cudaStream_t stream = nullptr;
+struct Gpu : bench::GpuSession {
   CublasRef cublas;
-  bool context_lost = false;
 };
 Gpu* g_gpu = nullptr;
 
@@ -101,10 +102,7 @@ Status prepare(const ProblemSpec& spec) {
   return g_current.status;
 }
 
-void fail(benchmark::State& state, const std::string& msg) {
-  if (!tools::cuda_context_alive()) g_gpu->context_lost = true;
-  state.SkipWithError(msg.c_str());
-}
+void fail(benchmark::State& state, const std::string& msg) { g_gpu->fail(state, msg); }
 
 void run_gemm(benchmark::State& state, const ProblemSpec& spec, What what, const std::string& instance) {
   if (g_gpu->context_lost) return state.SkipWithError("CUDA context lost in an earlier benchmark");
@@ -126,12 +124,8 @@ void run_gemm(benchmark::State& state, const ProblemSpec& spec, What what, const
     };
   } else {
     fn = [desc, go, &data](int i, cudaStream_t s) { return ktune::gemm(desc, data.ops(i), s, go); };
-    if (what == What::ktune_heuristic) {
-      const GemmKernelEntry* pick = nullptr;
-      if (select_gemm(desc, data.ops(0), gemm_table(), g_gpu->dev, {}, pick).ok() && pick != nullptr)
-        state.SetLabel(std::string(pick->name));
-    }
-    // Correctness first: NaN-poisoned D, one launch, error against the reference.
+    // Correctness first: NaN-poisoned D, one launch, error against the reference. (For the ktune
+    // benchmark that first call is also where the default tuner tunes a new key.)
     ErrorStats es;
     const Status checked = [&]() -> Status {
       KTUNE_RETURN_IF_ERROR(data.poison(0, stream));
@@ -147,45 +141,19 @@ void run_gemm(benchmark::State& state, const ProblemSpec& spec, What what, const
       return fail(state, buf);
     }
     state.counters["rel_err"] = es.rel;
+    if (what == What::ktune_call) {  // what ktune::gemm() runs now: the tuner's tactic (or its heuristic)
+      const GemmTactic* t = nullptr;
+      if (default_tuner().select(desc, data.ops(0), stream, t).ok() && t != nullptr) state.SetLabel(t->name);
+    }
   }
 
-  // A batch of about 2 ms of launches per timed graph replay (after warm-up).
-  double est_ms = 0.0;
-  if (const Status st = tools::estimate_launch_ms(fn, stream, 2, est_ms); !st.ok()) return fail(state, st.to_string());
-  const int batch = static_cast<int>(std::clamp(std::ceil(2.0 / est_ms), 1.0, 500.0));
-  tools::LaunchGraph graph;
-  if (const Status st = graph.capture(fn, batch, stream); !st.ok()) return fail(state, st.to_string());
-  tools::CudaEvent e0, e1;
-  const Status ready = [&]() -> Status {
-    KTUNE_RETURN_IF_ERROR(e0.create());
-    KTUNE_RETURN_IF_ERROR(e1.create());
-    KTUNE_RETURN_IF_ERROR(graph.launch(stream));
-    return cuda_status(cudaStreamSynchronize(stream), "graph warm-up");
-  }();
-  if (!ready.ok()) return fail(state, ready.to_string());
-
-  double total_s = 0.0;
-  std::int64_t launches = 0;
-  while (state.KeepRunningBatch(batch)) {
-    const Status st = [&]() -> Status {
-      KTUNE_RETURN_IF_ERROR(cuda_status(cudaEventRecord(e0.get(), stream), "cudaEventRecord"));
-      KTUNE_RETURN_IF_ERROR(graph.launch(stream));
-      KTUNE_RETURN_IF_ERROR(cuda_status(cudaEventRecord(e1.get(), stream), "cudaEventRecord"));
-      return cuda_status(cudaEventSynchronize(e1.get()), "cudaEventSynchronize");
-    }();
-    if (!st.ok()) return fail(state, st.to_string());
-    float ms = 0.0f;
-    if (cudaEventElapsedTime(&ms, e0.get(), e1.get()) != cudaSuccess) return fail(state, "cudaEventElapsedTime failed");
-    state.SetIterationTime(ms * 1e-3);
-    total_s += ms * 1e-3;
-    launches += batch;
-  }
-  if (total_s <= 0.0 || launches == 0) return;
-  const double tflops = spec.flops() * double(launches) / total_s / 1e12;
-  const double bytes = data.bytes_per_set();
+  bench::Measured m;
+  if (const Status st = bench::time_gpu(state, fn, stream, m); !st.ok()) return fail(state, st.to_string());
+  if (m.seconds <= 0.0 || m.launches == 0) return;
+  const double tflops = spec.flops() / m.per_launch_s() / 1e12;
   state.counters["TF/s"] = tflops;
-  state.counters["GB/s"] = bytes * double(launches) / total_s / 1e9;
-  state.counters["batch"] = batch;
+  state.counters["GB/s"] = data.bytes_per_set() / m.per_launch_s() / 1e9;
+  state.counters["batch"] = m.batch;
   if (what == What::cublas) {
     g_cublas_tflops[spec.path()] = tflops;
   } else if (const auto it = g_cublas_tflops.find(spec.path()); it != g_cublas_tflops.end() && it->second > 0) {
@@ -209,67 +177,23 @@ std::vector<Preset> builtin_presets() {
   return out;
 }
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  std::istringstream in(s);
-  while (std::getline(in, cur, sep))
-    if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
-struct Flags {
-  bool sweep = false;
-  std::vector<std::string> presets;           // empty: all
+struct Flags : bench::CommonFlags {          // presets empty: all
   std::vector<Precision> precisions;          // empty: each preset's own
   std::vector<std::string> layouts{"tn"};
-  std::string shapes_file;
 };
 
 bool parse_flags(int argc, char** argv, Flags& f) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto val = [&](const char* key, std::string& out) {
-      const std::string k = std::string(key) + "=";
-      if (a.rfind(k, 0) != 0) return false;
-      out = a.substr(k.size());
-      return true;
-    };
-    std::string v;
-    if (a == "--sweep") {
-      f.sweep = true;
-    } else if (val("--preset", v)) {
-      f.presets = split(v, ',');
-    } else if (val("--dtype", v)) {
-      f.precisions.clear();
-      for (const auto& d : split(v, ',')) {
-        const auto p = tools::parse_precision(d);
-        if (!p) {
-          std::fprintf(stderr, "bench_gemm: unknown precision '%s' (bf16, f16, f32, tf32)\n", d.c_str());
-          return false;
-        }
-        f.precisions.push_back(*p);
-      }
-    } else if (val("--layout", v)) {
-      f.layouts = split(v, ',');
-      for (const auto& l : f.layouts) {
-        Layout la, lb;
-        if (!tools::parse_layouts(l, la, lb)) {
-          std::fprintf(stderr, "bench_gemm: unknown layout '%s' (tn, nn, nt, tt)\n", l.c_str());
-          return false;
-        }
-      }
-    } else if (val("--shapes", v)) {
-      f.shapes_file = v;
-    } else {
-      std::fprintf(stderr,
-                   "bench_gemm: unknown argument '%s'\n  own flags: --sweep --preset=square,llm,unaligned,fp32 "
-                   "--dtype=bf16,f16,f32,tf32 --layout=tn,nn,nt,tt --shapes=FILE (see the top of bench/bench_gemm.cu)\n",
-                   a.c_str());
-      return false;
-    }
-  }
-  return true;
+  const char* usage =
+      "bench_gemm's own flags: --sweep --preset=square,llm,unaligned,fp32 --dtype=bf16,f16,f32,tf32 "
+      "--layout=tn,nn,nt,tt --shapes=FILE (see the top of bench/bench_gemm.cu)";
+  auto layout = [](const std::string& l) -> std::optional<std::string> {
+    Layout a, b;
+    return tools::parse_layouts(l, a, b) ? std::optional<std::string>(l) : std::nullopt;
+  };
+  return bench::parse_args(argc, argv, f, usage, [&](const std::string& a) {
+    if (const int r = bench::list_flag(a, "--dtype", tools::parse_precision, f.precisions, "bf16, f16, f32, tf32")) return r;
+    return bench::list_flag(a, "--layout", layout, f.layouts, "tn, nn, nt, tt");
+  });
 }
 
 // "M N K [precision] [layout]" or "MxNxK [precision] [layout]" per line.
@@ -348,21 +272,9 @@ void register_problem(const ProblemSpec& spec, const Flags& f, const DeviceInfo&
         ->Unit(benchmark::kMicrosecond);
   };
   reg(prefix + "cublasLt", What::cublas, "");
-  reg(prefix + "ktune", What::ktune_heuristic, "");
+  reg(prefix + "ktune", What::ktune_call, "");
   if (f.sweep)
     for (const std::string& inst : implementing_instances(spec, dev)) reg(prefix + inst, What::ktune_instance, inst);
-}
-
-std::string slug(std::string s) {  // "NVIDIA H200" → "nvidia-h200"
-  std::string out;
-  for (char c : s) {
-    if (std::isalnum(static_cast<unsigned char>(c)))
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    else if (!out.empty() && out.back() != '-')
-      out += '-';
-  }
-  while (!out.empty() && out.back() == '-') out.pop_back();
-  return out.empty() ? "unknown-gpu" : out;
 }
 
 }  // namespace
@@ -393,30 +305,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_gemm: no CUDA device found: no benchmarks registered\n");
     return 0;
   }
-  auto gpu_owner = std::make_unique<Gpu>();
+  auto gpu_owner = bench::open_gpu<Gpu>("bench_gemm", [](Gpu& g) { return g.cublas.init(); });
+  if (!gpu_owner) return 1;
   Gpu& gpu = *gpu_owner;
   g_gpu = &gpu;
-  const Status init = [&]() -> Status {
-    KTUNE_RETURN_IF_ERROR(current_device(gpu.dev));
-    KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&gpu.stream, cudaStreamNonBlocking), "cudaStreamCreate"));
-    return gpu.cublas.init();
-  }();
-  if (!init.ok()) {
-    std::fprintf(stderr, "bench_gemm: cannot initialise the GPU: %s\n", init.to_string().c_str());
-    return 1;
-  }
-
   const DeviceInfo& d = gpu.dev;
-  benchmark::AddCustomContext("gpu", d.name);
-  benchmark::AddCustomContext("gpu_slug", slug(d.name));
-  benchmark::AddCustomContext("gpu_cc", std::to_string(d.cc));
-  benchmark::AddCustomContext("gpu_sms", std::to_string(d.sm_count));
-  benchmark::AddCustomContext("gpu_l2_bytes", std::to_string(d.l2_bytes));
-  benchmark::AddCustomContext("gpu_fingerprint", d.fingerprint());
-  benchmark::AddCustomContext("cuda_driver", tools::cuda_version_string(d.driver_version));
-  benchmark::AddCustomContext("cuda_runtime", tools::cuda_version_string(d.runtime_version));
   benchmark::AddCustomContext("cublaslt", tools::cublaslt_version_string());
-  benchmark::AddCustomContext("ktune_commit", tools::git_commit());
   benchmark::AddCustomContext("ktune_instances", std::to_string(gemm_table().size()));
   benchmark::AddCustomContext("timing", "CUDA events around CUDA-graph replays of ~2 ms batches; time is GPU time per GEMM");
   benchmark::AddCustomContext("l2_policy", "inputs rotate over buffer sets totalling >= 2x L2 when one set is smaller");
@@ -429,9 +323,8 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   g_current = Current{};  // free device memory before the CUDA runtime shuts down
-  if (gpu.stream != nullptr) (void)cudaStreamDestroy(gpu.stream);
   const bool lost = gpu.context_lost;
   g_gpu = nullptr;
-  gpu_owner.reset();  // cuBLAS handles and workspace, while the runtime is still up
+  gpu_owner.reset();  // cuBLAS handles, workspace and stream, while the runtime is still up
   return lost ? 1 : 0;
 }

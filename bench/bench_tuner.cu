@@ -11,6 +11,10 @@
 //       cublasLt   cublasLtMatmul with a plan (descriptors, heuristic algorithm) made beforehand
 //   tune/<precision>/<layout>/<MxNxK>              first call of a new key: a fresh tuner (and
 //       scratch pool) tunes it with the default options (cost-model top 32, key budget 2 s)
+//   cache_load/<entries>                           tuner::load_cache_file of a cache file with that
+//       many entries (written beforehand into the temporary directory): read, parse, check and merge
+//       into an empty store; host time per load (counters entries, us_per_entry, MB/s). Needs no GPU:
+//       on a machine without one these are the only benchmarks that run.
 //
 // Overhead timing: batches of 100 back-to-back calls on one stream, steady_clock around the batch's
 // calls only; the stream is synchronised after each batch, outside the timed part, so the launch
@@ -19,9 +23,12 @@
 // tuned call ≤ 3 µs above raw). Every variant's output is checked against cuBLAS first.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -29,7 +36,9 @@
 #include <vector>
 
 #include "../tools/common/gpu_harness.cuh"
+#include "bench_util.cuh"
 #include "ktune/gemm.hpp"
+#include "ktune/tuner/cache.hpp"
 #include "ktune/tuner/cuda_backend.hpp"
 
 namespace {
@@ -42,9 +51,7 @@ using tools::ProblemSpec;
 
 constexpr int kBatch = 100;
 
-struct Gpu {
-  DeviceInfo dev;
-  cudaStream_t stream = nullptr;
+struct Gpu : bench::GpuSession {
   CublasRef cublas;
 };
 Gpu* g_gpu = nullptr;
@@ -193,6 +200,62 @@ void bench_tune(benchmark::State& state, const ProblemSpec& spec) {
   state.SetLabel(std::string(tuner::to_string(last.source)) + " " + last.winner);
 }
 
+// A cache file of `entries` distinct bf16 keys (M = 1.., N and K from LLM layers), as a long-running
+// service that has tuned many shapes would have; the identity is this build's with a placeholder device.
+std::string write_cache_file(int entries) {
+  tuner::CacheStore store;
+  const std::int64_t nk[4][2] = {{4096, 4096}, {11008, 4096}, {4096, 11008}, {28672, 8192}};
+  for (int i = 0; i < entries; ++i) {
+    GemmDesc d = tools::make_problem(1 + i / 4, nk[i % 4][0], nk[i % 4][1], Precision::bf16).desc();
+    tuner::CacheEntry e;
+    e.key = tuner::make_key(d, GemmAlignment{8, 8, 8});
+    e.id = tuner::CacheIdentity{"bench-device|cc90|sm132", std::string(tuner::ktune_version), "0123456789abcdef"};
+    e.instance = "ktune_gemm_sm90_wgmma_bf16_tn_128x256x64_w64x256_s4_a8";
+    e.launch = i % 3 == 0 ? "split4s" : "";
+    e.ms = 0.01 + 1e-5 * i;
+    e.tflops = 2.0 * double(d.m) * double(d.n) * double(d.k) / (e.ms * 1e-3) / 1e12;
+    store.insert(e);
+  }
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("ktune_bench_cache_" + std::to_string(::getpid()) + "_" + std::to_string(entries) + ".jsonl");
+  std::ofstream(path, std::ios::binary) << store.serialize();
+  return path.string();
+}
+
+void bench_cache_load(benchmark::State& state, int entries) {
+  const std::string path = write_cache_file(entries);
+  std::error_code ec;
+  const double bytes = double(std::filesystem::file_size(path, ec));
+  std::size_t loaded = 0;
+  double total_s = 0.0;
+  std::int64_t loads = 0;
+  for (auto _ : state) {
+    tuner::CacheStore store;
+    std::vector<std::string> warnings;
+    const auto t0 = std::chrono::steady_clock::now();
+    const Status s = tuner::load_cache_file(path, store, warnings);
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    loaded = store.size();
+    if (!s.ok() || !warnings.empty() || loaded != std::size_t(entries)) {
+      std::filesystem::remove(path, ec);
+      return state.SkipWithError(("cache load: " + s.to_string() + ", " + std::to_string(loaded) + " of " +
+                                  std::to_string(entries) + " entries, " + std::to_string(warnings.size()) + " warnings" +
+                                  (warnings.empty() ? std::string() : ": " + warnings.front()))
+                                     .c_str());
+    }
+    state.SetIterationTime(sec);
+    total_s += sec;
+    ++loads;
+  }
+  std::filesystem::remove(path, ec);
+  if (loads == 0 || total_s <= 0.0) return;
+  const double per_load_s = total_s / double(loads);
+  state.counters["entries"] = double(loaded);
+  state.counters["file_KiB"] = bytes / 1024.0;
+  state.counters["us_per_entry"] = per_load_s * 1e6 / double(entries);
+  state.counters["MB/s"] = bytes * 1e-6 / per_load_s;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -201,23 +264,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_tuner: unknown argument '%s' (only Google Benchmark flags)\n", argv[1]);
     return 2;
   }
+  for (int entries : {1000, 10000})
+    benchmark::RegisterBenchmark(("cache_load/" + std::to_string(entries)).c_str(),
+                                 [entries](benchmark::State& st) { bench_cache_load(st, entries); })
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
   if (ktune::cuda_device_count() == 0) {
-    std::fprintf(stderr, "bench_tuner: no CUDA device found: no benchmarks registered\n");
+    std::fprintf(stderr, "bench_tuner: no CUDA device found: only the cache_load benchmarks run\n");
+    benchmark::AddCustomContext("ktune_commit", tools::git_commit());
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
     return 0;
   }
-  auto gpu = std::make_unique<Gpu>();
+  auto gpu = bench::open_gpu<Gpu>("bench_tuner", [](Gpu& g) { return g.cublas.init(); });
+  if (!gpu) return 1;
   g_gpu = gpu.get();
-  const Status init = [&]() -> Status {
-    KTUNE_RETURN_IF_ERROR(current_device(gpu->dev));
-    KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&gpu->stream, cudaStreamNonBlocking), "cudaStreamCreate"));
-    return gpu->cublas.init();
-  }();
-  if (!init.ok()) {
-    std::fprintf(stderr, "bench_tuner: cannot initialise the GPU: %s\n", init.to_string().c_str());
-    return 1;
-  }
-  benchmark::AddCustomContext("gpu", gpu->dev.name);
-  benchmark::AddCustomContext("ktune_commit", tools::git_commit());
   benchmark::AddCustomContext("overhead_timing", "host steady_clock around batches of 100 back-to-back calls, stream synchronised between batches (untimed); time = host us per call");
 
   const std::vector<ProblemSpec> small = {tools::make_problem(256, 256, 256, Precision::bf16),
@@ -242,7 +303,6 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   g_prepared.clear();  // device memory, while the runtime is up
-  if (gpu->stream != nullptr) (void)cudaStreamDestroy(gpu->stream);
   g_gpu = nullptr;
   gpu.reset();
   return 0;
