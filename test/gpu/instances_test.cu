@@ -204,6 +204,10 @@ std::vector<EpiCase> epilogue_cases() {
   v.push_back({"silu", spec(1, 0, false, false, Activation::silu)});
   v.push_back({"clamp", spec(1, 0, false, false, Activation::none, true, -0.25f, 0.3f)});
   v.push_back({"bias + relu", spec(1, 0, true, false, Activation::relu)});
+  // sm90: alpha, bias, ReLU and clamp together on the accumulator fragments; bias + residual + ReLU
+  // (the ResNet shortcut) through the staged store.
+  v.push_back({"alpha, bias, relu, clamp", spec(0.5f, 0, true, false, Activation::relu, true, -0.25f, 0.75f)});
+  v.push_back({"bias, residual, relu", spec(1, 0, true, true, Activation::relu)});
   v.push_back({"everything, C and residual aliasing D",
                spec(0.75f, 0.5f, true, true, Activation::gelu_tanh, true, -1.0f, 1.0f), true, true});
   v.push_back({"alpha, beta, bias, residual, silu, clamp",
@@ -296,9 +300,16 @@ TEST_CASE("sm90 instances with 2-CTA clusters (TMA multicast) and persistent wal
   launches[1].opt.max_ctas = 4;
   launches[2].what = "max_ctas 3";
   launches[2].opt.max_ctas = 3;
-  EpilogueSpec bias_relu;
-  bias_relu.bias = true;
-  bias_relu.activation = Activation::relu;
+  // Epilogues rotate: identity (store only), bias + ReLU (sm90: on the accumulator fragments, the bias
+  // prefetched per tile), alpha/beta + bias + residual + SiLU (the staged store).
+  std::vector<EpilogueSpec> epilogues(3);
+  epilogues[1].bias = true;
+  epilogues[1].activation = Activation::relu;
+  epilogues[2].alpha = 0.75f;
+  epilogues[2].beta = 0.5f;
+  epilogues[2].bias = true;
+  epilogues[2].residual = true;
+  epilogues[2].activation = Activation::silu;
   Failures fails;
   int runs = 0;
   std::map<std::string_view, int> per_instance;
@@ -323,7 +334,7 @@ TEST_CASE("sm90 instances with 2-CTA clusters (TMA multicast) and persistent wal
               OutputCase oc;
               oc.d_type = kOutTypes[(ei + li + si) % 3];
               oc.ldd_pad = sc.pad_d;
-              if ((ei + li) % 2 == 1) oc.epilogue = bias_relu;  // the staged epilogue; else the identity store
+              oc.epilogue = epilogues[(ei + li + si) % epilogues.size()];
               const RunResult r = run_checked(A, B, acc, e->config.math, oc, e->name.data(), rng, nullptr,
                                               launches[li].opt);
               ++runs;
