@@ -192,19 +192,20 @@ __device__ __forceinline__ bool fragment_epilogue(const epilogue::Builtin::Param
          (ep.activation == Activation::none || ep.activation == Activation::relu) && (ep.bias == nullptr || vec4);
 }
 
-// bias[col0 .. col0 + WN) (es = 2 or 4 bytes per element, 4-element aligned) → dst, as 4-element units
-// (columns past n read as zeros, whole units past n not at all). Completes at bias_wait().
+// bias[col0 .. col0 + WN) (es = 2 or 4 bytes per element) → dst, in 4-element units; units past n are
+// not read (their columns are never stored). The bias is 4-element aligned and n a multiple of 4
+// (p.d_vec4), so a unit is inside the bias or past its end. Completes at bias_wait().
 template <int WN>
 __device__ __forceinline__ void bias_prefetch(const void* bias, int es, int col0, int n, char* dst) {
   const int lane = threadIdx.x & 31;
   __syncwarp();  // every lane is done with the buffer (the previous tile's staging)
 #pragma unroll
   for (int u = lane; u < WN / 4; u += 32) {
-    const int col = col0 + 4 * u, valid = min(4, n - col);
-    if (valid > 0) {
+    const int col = col0 + 4 * u;
+    if (col < n) {
       const char* src = static_cast<const char*>(bias) + static_cast<std::int64_t>(col) * es;
-      if (es == 2) __pipeline_memcpy_async(dst + 8 * u, src, 8, (4 - valid) * 2);
-      else __pipeline_memcpy_async(dst + 16 * u, src, 16, (4 - valid) * 4);
+      if (es == 2) __pipeline_memcpy_async(dst + 8 * u, src, 8);
+      else __pipeline_memcpy_async(dst + 16 * u, src, 16);
     }
   }
   __pipeline_commit();
