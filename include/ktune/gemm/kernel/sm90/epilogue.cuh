@@ -103,14 +103,29 @@ __device__ __forceinline__ void store_accumulators(const GemmParams<typename Epi
   }(std::make_integer_sequence<int, ML::MI * chunks>{});
 }
 
-// Stage chunk k (a run-time index) of the warp's accumulators: the chunk's compile-time copy is picked
-// by comparison (at most MI·WN/Cols of them), so the accumulators stay in registers.
+// Stage chunk k (a run-time index) of the warp's accumulators: a switch over the chunks' compile-time
+// copies (a jump table in SASS; a chain of comparisons became 8 predicated copies, all issued), so the
+// accumulators stay in registers.
 template <class ML, int Cols>
 __device__ __forceinline__ void stage_chunk_at(int k, typename ML::Accumulators& acc, float* stage, int stride) {
-  constexpr int chunks = ML::WN / Cols;
-  [&]<int... I>(std::integer_sequence<int, I...>) {
-    ((k == I ? ML::template stage_chunk<I / chunks, I % chunks, Cols>(acc, stage, stride) : void()), ...);
-  }(std::make_integer_sequence<int, ML::MI * chunks>{});
+  constexpr int chunks = ML::WN / Cols, n = ML::MI * chunks;
+  static_assert(n <= 8, "at most 8 chunks per warp band (WN ≤ 256, MI ≤ 2 with WN ≤ 128)");
+#define KTUNE_STAGE_CASE(I)                                                                          \
+  case I:                                                                                          \
+    if constexpr (I < n) ML::template stage_chunk<I / chunks, I % chunks, Cols>(acc, stage, stride); \
+    break;
+  switch (k) {
+    KTUNE_STAGE_CASE(0)
+    KTUNE_STAGE_CASE(1)
+    KTUNE_STAGE_CASE(2)
+    KTUNE_STAGE_CASE(3)
+    KTUNE_STAGE_CASE(4)
+    KTUNE_STAGE_CASE(5)
+    KTUNE_STAGE_CASE(6)
+    KTUNE_STAGE_CASE(7)
+    default: break;
+  }
+#undef KTUNE_STAGE_CASE
 }
 
 // The built-in epilogue v = act(alpha·acc + beta·C + bias[col] + residual[row, col]), then clamp, for
