@@ -61,6 +61,8 @@ elseif(KTUNE_SANITIZER_TESTS)
   # -O1 for TSan (only 3 TUs; its concurrency tests are slow unoptimised).
   function(ktune_sanitized_target target kind)
     set(_flags ${KTUNE_${kind}_FLAGS})
+    # The host tests' unity groups (CMakeLists.txt) apply here too.
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_MODE GROUP)
     if(kind STREQUAL "TSAN")
       target_compile_options(${target} PRIVATE ${_flags} -O1 -g1)
     else()

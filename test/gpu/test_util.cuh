@@ -415,85 +415,14 @@ inline std::string describe(const GemmDesc& d0) {
 }
 
 // ---- GPU side: random fill and a float64 reference for large shapes ------------------------------
-
-template <class T> __device__ inline T from_double(double v);
-template <> __device__ inline float from_double<float>(double v) { return static_cast<float>(v); }
-template <> __device__ inline __half from_double<__half>(double v) { return __double2half(v); }
-template <> __device__ inline __nv_bfloat16 from_double<__nv_bfloat16>(double v) { return __double2bfloat16(v); }
-template <class T> __device__ inline double to_double(T v) { return static_cast<double>(static_cast<float>(v)); }
-template <> __device__ inline double to_double<float>(float v) { return v; }
+// Defined in test_kernels.cu, the one GPU-test TU that nvcc compiles for the device: the test files
+// themselves are host code (g++), which keeps the test build fast.
 
 // Fill the data of a (packed or padded) matrix with nonzero_uniform(hash(seed, element)).
-template <class T>
-__global__ void fill_random_kernel(T* p, std::int64_t lines, std::int64_t contiguous, std::int64_t ld,
-                                   std::uint64_t seed) {
-  const std::int64_t n = lines * contiguous;
-  for (std::int64_t e = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; e < n;
-       e += std::int64_t{gridDim.x} * blockDim.x) {
-    const std::int64_t line = e / contiguous, pos = e % contiguous;
-    p[line * ld + pos] = from_double<T>(nonzero_uniform(splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(e)))));
-  }
-}
+void fill_random(DType t, void* p, std::int64_t lines, std::int64_t contiguous, std::int64_t ld, std::uint64_t seed);
 
-// out[i·N + j] = Σ_k A(i,k)·B(k,j) in float64. A(i,k) = A[i·a_si + k·a_sk], B(k,j) = B[k·b_sk + j·b_sj].
-template <class T>
-__global__ void reference_gemm_f64_kernel(int M, int N, int K, const T* A, std::int64_t a_si, std::int64_t a_sk,
-                                          const T* B, std::int64_t b_sk, std::int64_t b_sj, double* out) {
-  __shared__ double As[16][17];
-  __shared__ double Bs[16][17];
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int i = blockIdx.y * 16 + ty, j = blockIdx.x * 16 + tx;
-  double acc = 0.0;
-  for (int k0 = 0; k0 < K; k0 += 16) {
-    const int ka = k0 + tx, kb = k0 + ty;
-    As[ty][tx] = (i < M && ka < K) ? to_double(A[i * a_si + ka * a_sk]) : 0.0;
-    Bs[ty][tx] = (kb < K && j < N) ? to_double(B[kb * b_sk + j * b_sj]) : 0.0;
-    __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < 16; ++kk) acc += As[ty][kk] * Bs[kk][tx];
-    __syncthreads();
-  }
-  if (i < M && j < N) out[static_cast<std::int64_t>(i) * N + j] = acc;
-}
-
-// Typed launchers by DType.
-inline void fill_random(DType t, void* p, std::int64_t lines, std::int64_t contiguous, std::int64_t ld,
-                        std::uint64_t seed) {
-  const int blocks = 2048, threads = 256;
-  switch (t) {
-    case DType::f32: fill_random_kernel<<<blocks, threads>>>(static_cast<float*>(p), lines, contiguous, ld, seed); break;
-    case DType::f16: fill_random_kernel<<<blocks, threads>>>(static_cast<__half*>(p), lines, contiguous, ld, seed); break;
-    case DType::bf16:
-      fill_random_kernel<<<blocks, threads>>>(static_cast<__nv_bfloat16*>(p), lines, contiguous, ld, seed);
-      break;
-  }
-  KT_CUDA(cudaGetLastError());
-}
-
-// float64 reference of A·B for a problem already in device memory (resolved leading dimensions).
-inline void reference_gemm_gpu(const GemmDesc& d0, const void* A, const void* B, double* out) {
-  const GemmDesc d = resolved(d0);
-  const bool ar = d.a_layout == Layout::row, br = d.b_layout == Layout::row;
-  const std::int64_t a_si = ar ? d.lda : 1, a_sk = ar ? 1 : d.lda;
-  const std::int64_t b_sk = br ? d.ldb : 1, b_sj = br ? 1 : d.ldb;
-  const dim3 block(16, 16), grid(static_cast<unsigned>((d.n + 15) / 16), static_cast<unsigned>((d.m + 15) / 16));
-  const int M = static_cast<int>(d.m), N = static_cast<int>(d.n), K = static_cast<int>(d.k);
-  switch (d.ab_type) {
-    case DType::f32:
-      reference_gemm_f64_kernel<<<grid, block>>>(M, N, K, static_cast<const float*>(A), a_si, a_sk,
-                                                 static_cast<const float*>(B), b_sk, b_sj, out);
-      break;
-    case DType::f16:
-      reference_gemm_f64_kernel<<<grid, block>>>(M, N, K, static_cast<const __half*>(A), a_si, a_sk,
-                                                 static_cast<const __half*>(B), b_sk, b_sj, out);
-      break;
-    case DType::bf16:
-      reference_gemm_f64_kernel<<<grid, block>>>(M, N, K, static_cast<const __nv_bfloat16*>(A), a_si, a_sk,
-                                                 static_cast<const __nv_bfloat16*>(B), b_sk, b_sj, out);
-      break;
-  }
-  KT_CUDA(cudaGetLastError());
-}
+// float64 reference of A·B (out: M×N row-major) for a problem already in device memory.
+void reference_gemm_gpu(const GemmDesc& d, const void* A, const void* B, double* out);
 
 // ---- Running one problem through the one-call API -------------------------------------------------
 

@@ -4,7 +4,7 @@
 // CUDA-event timing of CUDA-graph replays.
 //
 // Every CUDA and cuBLAS return code is turned into a ktune::Status; nothing here aborts.
-// All kernels are templates, so the header can be included by several translation units.
+// Host code only: the kernels are in gpu_harness.cu (link ktune_tools_common).
 #pragma once
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -122,7 +122,9 @@ class CudaEvent {
   cudaEvent_t e_ = nullptr;
 };
 
-// ---- Kernels: random data, error norm, reference GEMM ------------------------------------------------
+// ---- Random data, error norm, reference GEMM ----------------------------------------------------------
+// The kernels are in gpu_harness.cu (one nvcc TU), so the tools and tests that include this header are
+// host code that g++ compiles.
 
 namespace detail {
 
@@ -131,76 +133,6 @@ __host__ __device__ inline std::uint64_t splitmix64(std::uint64_t x) {
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
-}
-
-template <class T> __device__ __forceinline__ T from_f(float v) { return static_cast<T>(v); }
-template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <class T> __device__ __forceinline__ float to_f(T v) { return static_cast<float>(v); }
-template <> __device__ __forceinline__ float to_f<__half>(__half v) { return __half2float(v); }
-template <> __device__ __forceinline__ float to_f<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-// Uniform magnitudes in [1/16, 1) with random sign: never zero, exactly representable ranges in
-// every type, and sums over K stay far from fp16 overflow.
-template <class T>
-__global__ void fill_random_kernel(T* p, std::int64_t n, std::uint64_t seed) {
-  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
-  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const std::uint64_t h = splitmix64(seed ^ (std::uint64_t(i) * 0xD1B54A32D192ED03ull));
-    const float mag = 0.0625f + 0.9375f * float(h >> 40) * (1.0f / 16777216.0f);
-    p[i] = from_f<T>((h & 1u) ? -mag : mag);
-  }
-}
-
-// out[0] += Σ (x − ref)², out[1] += Σ ref², out[2] += count of non-finite x or ref.
-template <class T, class R>
-__global__ void diff_norm_kernel(const T* x, const R* ref, std::int64_t n, double* out) {
-  double d = 0.0, r = 0.0, bad = 0.0;
-  const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
-  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const double a = to_f(x[i]), b = to_f(ref[i]);
-    if (!isfinite(a) || !isfinite(b)) bad += 1.0;
-    d += (a - b) * (a - b);
-    r += b * b;
-  }
-  for (int o = 16; o > 0; o /= 2) {
-    d += __shfl_down_sync(0xffffffffu, d, o);
-    r += __shfl_down_sync(0xffffffffu, r, o);
-    bad += __shfl_down_sync(0xffffffffu, bad, o);
-  }
-  if ((threadIdx.x & 31) == 0) {
-    atomicAdd(out + 0, d);
-    atomicAdd(out + 1, r);
-    atomicAdd(out + 2, bad);
-  }
-}
-
-// Straightforward shared-memory-tiled GEMM with float64 accumulation: the independent check of the
-// cuBLAS reference (and of the layout mapping). D32 is M×N row-major fp32: relu(A·B + bias) if asked.
-template <class T, class TB>
-__global__ void reference_gemm_kernel(int m, int n, int k, const T* A, std::int64_t lda, bool a_row, const T* B,
-                                      std::int64_t ldb, bool b_row, const TB* bias, bool relu, float* D32) {
-  __shared__ float As[16][17];
-  __shared__ float Bs[16][17];
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int row = blockIdx.y * 16 + ty, col = blockIdx.x * 16 + tx;
-  double acc = 0.0;
-  for (int k0 = 0; k0 < k; k0 += 16) {
-    const int ar = blockIdx.y * 16 + ty, ak = k0 + tx;
-    As[ty][tx] = (ar < m && ak < k) ? to_f(a_row ? A[std::int64_t(ar) * lda + ak] : A[std::int64_t(ak) * lda + ar]) : 0.0f;
-    const int bk = k0 + ty, bc = blockIdx.x * 16 + tx;
-    Bs[ty][tx] = (bk < k && bc < n) ? to_f(b_row ? B[std::int64_t(bk) * ldb + bc] : B[std::int64_t(bc) * ldb + bk]) : 0.0f;
-    __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < 16; ++kk) acc += double(As[ty][kk]) * double(Bs[kk][tx]);
-    __syncthreads();
-  }
-  if (row < m && col < n) {
-    float v = static_cast<float>(acc);
-    if (bias != nullptr) v += to_f(bias[col]);
-    if (relu) v = fmaxf(v, 0.0f);
-    D32[std::int64_t(row) * n + col] = v;
-  }
 }
 
 template <class F>
@@ -217,13 +149,16 @@ inline int grid_for(std::int64_t n) { return static_cast<int>(std::min<std::int6
 
 }  // namespace detail
 
-inline Status fill_random(void* p, DType t, std::int64_t n, std::uint64_t seed, cudaStream_t s) {
-  return detail::with_type(t, [&](auto tag) {
-    using T = decltype(tag);
-    detail::fill_random_kernel<T><<<detail::grid_for(n), 256, 0, s>>>(static_cast<T*>(p), n, seed);
-    return cuda_status(cudaGetLastError(), "fill_random_kernel launch");
-  });
-}
+// n elements of type t at p: uniform magnitudes in [1/16, 1) with random sign (never zero).
+Status fill_random(void* p, DType t, std::int64_t n, std::uint64_t seed, cudaStream_t s);
+
+namespace detail {
+// acc[0] += Σ (x − ref)², acc[1] += Σ ref², acc[2] += count of non-finite values (acc: 3 doubles, device).
+Status launch_diff_norm(const void* x, DType tx, const void* ref, DType tr, std::int64_t n, double* acc, cudaStream_t s);
+// out (M×N row-major fp32, packed) = [relu](A·B [+ bias]) accumulated in float64; bias of type d.d_type.
+Status launch_reference_gemm(const GemmDesc& d, const void* a, const void* b, const void* bias, bool relu, float* out,
+                             cudaStream_t s);
+}  // namespace detail
 
 struct ErrorStats {
   double rel = std::numeric_limits<double>::quiet_NaN();  // ‖x − ref‖_F / ‖ref‖_F
@@ -238,15 +173,7 @@ inline Status rel_error(const void* x, DType tx, const void* ref, DType tr, std:
   DeviceBuffer acc;
   KTUNE_RETURN_IF_ERROR(acc.allocate(3 * sizeof(double)));
   KTUNE_TOOLS_CUDA(cudaMemsetAsync(acc.get(), 0, 3 * sizeof(double), s));
-  KTUNE_RETURN_IF_ERROR(detail::with_type(tx, [&](auto xt) {
-    return detail::with_type(tr, [&](auto rt) {
-      using X = decltype(xt);
-      using R = decltype(rt);
-      detail::diff_norm_kernel<X, R><<<detail::grid_for(n), 256, 0, s>>>(static_cast<const X*>(x), static_cast<const R*>(ref),
-                                                                        n, static_cast<double*>(acc.get()));
-      return cuda_status(cudaGetLastError(), "diff_norm_kernel launch");
-    });
-  }));
+  KTUNE_RETURN_IF_ERROR(detail::launch_diff_norm(x, tx, ref, tr, n, static_cast<double*>(acc.get()), s));
   double h[3] = {0, 0, 0};
   KTUNE_TOOLS_CUDA(cudaMemcpyAsync(h, acc.get(), sizeof h, cudaMemcpyDeviceToHost, s));
   KTUNE_TOOLS_CUDA(cudaStreamSynchronize(s));
@@ -481,20 +408,8 @@ class ProblemData {
     if (d.ldd != d.n) return error(StatusCode::unsupported, "the fp32 reference needs a packed D");
     KTUNE_RETURN_IF_ERROR(ref32_.allocate(d_elems_ * sizeof(float)));
     const GemmOperands o = ops(0);
-    KTUNE_RETURN_IF_ERROR(detail::with_type(d.ab_type, [&](auto tag) {
-      return detail::with_type(d.d_type, [&](auto btag) {
-        using T = decltype(tag);
-        using TB = decltype(btag);
-        const dim3 block(16, 16);
-        const dim3 grid(static_cast<unsigned>((d.n + 15) / 16), static_cast<unsigned>((d.m + 15) / 16));
-        detail::reference_gemm_kernel<T, TB><<<grid, block, 0, s>>>(
-            static_cast<int>(d.m), static_cast<int>(d.n), static_cast<int>(d.k), static_cast<const T*>(o.a), d.lda,
-            d.a_layout == Layout::row, static_cast<const T*>(o.b), d.ldb, d.b_layout == Layout::row,
-            spec_.bias_relu ? static_cast<const TB*>(bias_.get()) : nullptr, spec_.bias_relu,
-            static_cast<float*>(ref32_.get()));
-        return cuda_status(cudaGetLastError(), "reference_gemm_kernel launch");
-      });
-    }));
+    KTUNE_RETURN_IF_ERROR(detail::launch_reference_gemm(d, o.a, o.b, spec_.bias_relu ? bias_.get() : nullptr,
+                                                        spec_.bias_relu, static_cast<float*>(ref32_.get()), s));
     return cuda_status(cudaStreamSynchronize(s), "reference_gemm_kernel");
   }
   bool has_ref32() const { return ref32_.get() != nullptr; }
