@@ -72,6 +72,7 @@ class CudaConvBackend : public ConvTuningBackend {
       if (prev >= 0) (void)cudaSetDevice(prev);
       (void)cudaGetLastError();
     }
+    ktune::detail::trim_private_mem_pools();
   }
 
   struct Pool {
