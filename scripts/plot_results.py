@@ -351,7 +351,8 @@ def read_gbench_json(path: str, doc: dict) -> Run:
         run.notes.append("ktune_commit is 'unknown': the build did not know its commit")
     sw = [f"driver {ctx['cuda_driver']}" if ctx.get("cuda_driver") else "",
           f"CUDA runtime {ctx['cuda_runtime']}" if ctx.get("cuda_runtime") else "",
-          f"cuBLASLt {ctx['cublaslt']}" if ctx.get("cublaslt") else ""]
+          f"cuBLASLt {ctx['cublaslt']}" if ctx.get("cublaslt") else "",
+          f"cuDNN {ctx['cudnn']}" if ctx.get("cudnn") and ctx["cudnn"][:1].isdigit() else ""]
     run.software = ", ".join(s for s in sw if s)
     run.method = ctx.get("timing", "Google Benchmark, manual time")
     # The "ktune" benchmark is the one-call API as a user calls it: the default tuner's choice (tuned by
