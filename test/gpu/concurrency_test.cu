@@ -524,6 +524,113 @@ TEST_CASE("concurrency GPU child: tuning a new key does not wait for a busy stre
   KT_CUDA(cudaStreamDestroy(caller));
 }
 
+// Runs only as a child process (see the next test). ktune's workspace for a split-K launch grows on the
+// caller's stream; the device's default memory pool could satisfy that growth with a block another
+// stream freed but has not reached yet, making the caller's stream wait for that stream. ktune's own
+// pool (workspace.hpp, private_mem_pool) never does: here a 64 MiB block is freed on `busy` behind a
+// spinning kernel, and a split-K GEMM whose workspace must grow on `caller` completes meanwhile.
+TEST_CASE("concurrency GPU child: a call's workspace growth does not wait for another stream's pending free") {
+  if (std::getenv("KTUNE_TEST_CHILD_NO_WAIT") == nullptr) return;
+  const Spec spec{"f16 tn split-K", DType::f16, Compute::f32, Layout::row, Layout::col, 64, 128, 2048, DType::f16, {}};
+  DeviceInfo dev;
+  REQUIRE(current_device(dev).ok());
+  GemmLaunchOptions lo;
+  lo.split_k = 4;
+  lo.split_mode = SplitKMode::parallel;  // fp32 partials in the workspace: the largest need
+  const GemmDesc rd = resolved(desc_of(spec));
+  const GemmKernelEntry* entry = nullptr;
+  for (const auto& e : gemm_table().entries())
+    if (!is_route(e) && e.workspace_size != nullptr && e.config.math == MathOp::mma_f16 &&
+        can_implement(e, rd, GemmAlignment{8, 8, 8}, &dev).ok() && check_launch_options(e, lo).ok() &&
+        workspace_bytes_for(e, rd, lo) > 0) {
+      entry = &e;
+      break;
+    }
+  if (entry == nullptr) {
+    MESSAGE("no split-K f16 tn instance on this device");
+    return;
+  }
+  GemmOptions opt;
+  opt.instance = entry->name.data();
+  opt.launch = lo;
+  cudaStream_t busy = nullptr, caller = nullptr, warm = nullptr;
+  KT_CUDA(cudaStreamCreateWithFlags(&busy, cudaStreamDefault));
+  KT_CUDA(cudaStreamCreateWithFlags(&caller, cudaStreamDefault));
+  KT_CUDA(cudaStreamCreateWithFlags(&warm, cudaStreamNonBlocking));
+  std::vector<void*> keep;
+  // The instance runs once on a third stream (its shared-memory attribute set, its module loaded):
+  // what follows differs only in the workspace, which `caller` does not have yet.
+  const Prepared warm_p = prepare(spec, 21, warm, keep);
+  REQUIRE_MESSAGE(warm_p.out.cuda_error.empty(), warm_p.out.cuda_error);
+  REQUIRE(gemm(warm_p.d, warm_p.ops, warm, opt).ok());
+  const Prepared p = prepare(spec, 22, caller, keep);
+  REQUIRE_MESSAGE(p.out.cuda_error.empty(), p.out.cuda_error);
+  unsigned char* img = nullptr;
+  KT_CUDA(cudaMallocHost(reinterpret_cast<void**>(&img), p.D.image.size()));
+  cudaEvent_t done = nullptr;
+  KT_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  int* flag = nullptr;
+  int* dflag = nullptr;
+  int* dresult = nullptr;
+  KT_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&flag), sizeof(int), cudaHostAllocMapped));
+  KT_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dflag), flag, 0));
+  KT_CUDA(cudaMalloc(&dresult, sizeof(int)));
+  KT_CUDA(cudaDeviceSynchronize());
+  *reinterpret_cast<volatile int*>(flag) = 0;
+
+  constexpr double kDeadline = 3.0;
+  const auto start = std::chrono::steady_clock::now();
+  auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  spin_until_flag<<<1, 1, 0, busy>>>(dflag, 5'000'000'000ull, dresult);
+  KT_CUDA(cudaGetLastError());
+  // A block of the device's default pool, freed in `busy`'s order: only once the spinner ends.
+  void* pending = nullptr;
+  KT_CUDA(cudaMallocAsync(&pending, std::size_t{64} << 20, busy));
+  KT_CUDA(cudaFreeAsync(pending, busy));
+  const Status st = gemm(p.d, p.ops, caller, opt);  // grows `caller`'s workspace
+  const double t_return = since();
+  double t_done = -1;
+  if (st.ok()) {
+    KT_CUDA(cudaEventRecord(done, caller));
+    while (since() < kDeadline)
+      if (cudaEventQuery(done) == cudaSuccess) {
+        t_done = since();
+        break;
+      }
+    (void)cudaGetLastError();
+  }
+  *reinterpret_cast<volatile int*>(flag) = 1;
+  KT_CUDA(cudaMemcpyAsync(img, p.D.dev, p.D.image.size(), cudaMemcpyDeviceToHost, caller));
+  KT_CUDA(cudaStreamSynchronize(caller));
+  KT_CUDA(cudaStreamSynchronize(busy));
+  int result = -1;
+  KT_CUDA(cudaMemcpy(&result, dresult, sizeof(int), cudaMemcpyDeviceToHost));
+
+  const std::string steps = std::string(entry->name) + " split_k=4 (parallel), workspace " +
+                            std::to_string(workspace_bytes_for(*entry, rd, lo)) + " bytes: gemm() returned after " +
+                            std::to_string(t_return) + " s, the GEMM completed " +
+                            (t_done >= 0 ? "after " + std::to_string(t_done) + " s" : "NOT within " + std::to_string(kDeadline) + " s");
+  MESSAGE(steps);
+  CHECK_MESSAGE(st.ok(), st.to_string());
+  CHECK_MESSAGE((t_return <= kDeadline && t_done >= 0), "the GEMM waited for another stream's pending free: " << steps);
+  CHECK(result == 1);
+  Outcome o = p.out;
+  o.status = st;
+  o.ran = true;
+  if (st.ok()) o.check = check_result(p, std::vector<unsigned char>(img, img + p.D.image.size()));
+  check_outcome(o, "split-K GEMM whose workspace grew while another stream was busy");
+
+  KT_CUDA(cudaDeviceSynchronize());
+  for (void* q : keep) cudaFree(q);
+  cudaFree(dresult);
+  cudaFreeHost(flag);
+  cudaFreeHost(img);
+  cudaEventDestroy(done);
+  KT_CUDA(cudaStreamDestroy(busy));
+  KT_CUDA(cudaStreamDestroy(caller));
+  KT_CUDA(cudaStreamDestroy(warm));
+}
+
 // The no-wait test in a child process, with eager module loading: lazily loading a kernel (CUDA's
 // default) may synchronise the context, so the first launch of an instance never used before would wait
 // for the spinning kernel whatever the tuner does. Then again with lazy loading, for information only.
