@@ -1,9 +1,14 @@
 // GPU tests of conv2d tuning (the runtime tuner with the CUDA conv measuring backend): the tuned
 // tactic computes the right result (float64 CPU reference), tuning leaves the caller's y and residual
 // untouched (also when the residual aliases y, and with beta != 0), every candidate passes validation,
-// a second call is a lookup, capture defers tuning, and ktune::conv2d() tunes by default.
+// a second call is a lookup, capture defers tuning, ktune::conv2d() tunes by default, and a cache file
+// written by one tuner is applied by the next.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -225,4 +230,47 @@ TEST_CASE("conv tuner GPU: ktune::conv2d tunes by default, then looks up; opt.he
   REQUIRE(conv2d(call.d, call.ops, nullptr, named).ok());
   KTCONV_CUDA(cudaDeviceSynchronize());
   CHECK(default_tuner().counters().misses == mid.misses);
+}
+
+TEST_CASE("conv tuner GPU: a cache file written by one tuner is used by the next without re-tuning") {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("ktune_conv_tuner_test_" + std::to_string(::getpid()) + ".ktune"))
+                               .string();
+  std::filesystem::remove(path);
+  const ConvCase c(ktune::test::conv_problem(2, 10, 10, 32, 48, 3, 3, 1, 1), 1001);
+  Call call(c, bias_activation(Activation::relu), false, 1002);
+  std::string winner;
+  {
+    Logged log;
+    TunerOptions o = conv_test_options(log);
+    o.cache_path = path;
+    Tuner t(std::make_shared<CudaBackend>(), &gemm_table(), o, std::make_shared<CudaConvBackend>(), &conv_table());
+    const ConvTactic* w = nullptr;
+    REQUIRE(t.select_conv(call.d, call.ops, nullptr, w).ok());
+    REQUIRE(w != nullptr);
+    winner = w->name;
+    CHECK(t.counters().tunings == 1);
+  }
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("\"op\":\"conv2d\"") != std::string::npos);
+  CHECK(text.find(winner.substr(0, winner.find('@'))) != std::string::npos);
+  {
+    Logged log;
+    TunerOptions o = conv_test_options(log);
+    o.cache_path = path;
+    Tuner t(std::make_shared<CudaBackend>(), &gemm_table(), o, std::make_shared<CudaConvBackend>(), &conv_table());
+    const ConvTactic* w = nullptr;
+    REQUIRE(t.select_conv(call.d, call.ops, nullptr, w).ok());
+    REQUIRE(w != nullptr);
+    CHECK(w->name == winner);
+    CHECK(t.counters().tunings == 0);
+    CHECK(t.counters().from_cache == 1);
+    REQUIRE(w->entry->launch(call.d, call.ops, w->launch, nullptr).ok());
+    KTCONV_CUDA(cudaDeviceSynchronize());
+    const Check chk = check_output(call.y, call.reference(c));
+    CHECK_MESSAGE(chk.ok(tolerance(DType::f16)), chk.summary());
+  }
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + ".lock");
 }
