@@ -190,7 +190,8 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
   constexpr GemmConfig C = CfgT::value.gemm;
   static_assert(C.tile.k == conv_tma_channels, "one k-tile is one 128-byte row of 16-bit channels");
   constexpr auto kernel = conv_im2col_kernel<CfgT, Epi>;
-  constexpr int smem = estimate_resources(C).smem_bytes;
+  constexpr int smem = sm90_kernel_smem_bytes<ConvGemmConfig<CfgT>>;  // the model's, with the bias buffers
+  static_assert(smem <= ::ktune::sm90.smem_optin_bytes, "the kernel's shared memory fits an sm90 block");
   KTUNE_RETURN_IF_ERROR(ensure_sm90_image<kernel>());
   KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(smem));
   DeviceInfo dev;

@@ -199,23 +199,23 @@ __device__ __forceinline__ void store_builtin(const GemmParams<epilogue::Builtin
 // ---- The built-in epilogue on the accumulator fragments ----------------------------------------------
 // Epilogues without C, residual or an expensive activation (bias, alpha, ReLU, clamp: bias + ReLU is the
 // common one) are applied to the accumulators in registers, in a few straight loops that exist once per
-// kernel (not per output type), and then leave through the identity store. The bias slice of the warp's
-// WN columns is copied (cp.async, no registers) into the warp's staging buffer when the tile starts,
-// so its latency hides under the mainloop.
+// kernel (not per output type), and then leave through the identity store. The bias slice of a consumer
+// warpgroup's WN columns is copied (cp.async, no registers; the warpgroup's threads share it) into one
+// of the warpgroup's two bias buffers during the epilogue of the tile before (the first one before the
+// first tile), so its latency hides under the next mainloop, however short (conv 1×1: one k-tile).
 __device__ __forceinline__ bool fragment_epilogue(const epilogue::Builtin::Params& ep, bool vec4) {
   return ep.beta == 0.0f && ep.residual == nullptr &&
          (ep.activation == Activation::none || ep.activation == Activation::relu) && (ep.bias == nullptr || vec4);
 }
 
-// bias[col0 .. col0 + WN) (es = 2 or 4 bytes per element) → dst, in 4-element units; units past n are
-// not read (their columns are never stored). The bias is 4-element aligned and n a multiple of 4
-// (p.d_vec4), so a unit is inside the bias or past its end. Completes at bias_wait().
+// bias[col0 .. col0 + WN) (es = 2 or 4 bytes per element) → dst, in 4-element units shared by the
+// warpgroup's 128 threads (wg_thread = 0..127); units past n are not read (their columns are never
+// stored). The bias is 4-element aligned and n a multiple of 4 (p.d_vec4), so a unit is inside the bias
+// or past its end. Visible to the warpgroup after bias_wait().
 template <int WN>
-__device__ __forceinline__ void bias_prefetch(const void* bias, int es, int col0, int n, char* dst) {
-  const int lane = threadIdx.x & 31;
-  __syncwarp();  // every lane is done with the buffer (the previous tile's staging)
+__device__ __forceinline__ void bias_prefetch(const void* bias, int es, int col0, int n, char* dst, int wg_thread) {
 #pragma unroll
-  for (int u = lane; u < WN / 4; u += 32) {
+  for (int u = wg_thread; u < WN / 4; u += 128) {
     const int col = col0 + 4 * u;
     if (col < n) {
       const char* src = static_cast<const char*>(bias) + static_cast<std::int64_t>(col) * es;
@@ -225,9 +225,11 @@ __device__ __forceinline__ void bias_prefetch(const void* bias, int es, int col0
   }
   __pipeline_commit();
 }
-__device__ __forceinline__ void bias_wait() {
+// Every thread's copies are done, then the warpgroup's named barrier `barrier` (128 threads) shows them
+// to all four warps. Hand PTX: cuda::ptx has no named barrier.
+__device__ __forceinline__ void bias_wait(int barrier) {
   __pipeline_wait_prior(0);
-  __syncwarp();
+  asm volatile("bar.sync %0, 128;\n" ::"r"(barrier) : "memory");
 }
 
 // Two consecutive elements of T as floats.
@@ -254,20 +256,20 @@ __device__ __forceinline__ void bias_fragments(typename ML::Accumulators& acc, c
   }
 }
 
-// The fragment epilogue in place (fragment_epilogue(ep) holds; with a bias, bias_prefetch ran for this
-// tile into `staging`). Afterwards the accumulators are D's values: the identity store writes them.
+// The fragment epilogue in place (fragment_epilogue(ep) holds; with a bias, every thread of the
+// warpgroup calls this, and bias_prefetch of this tile's slice into `bias` came before). Afterwards the
+// accumulators are D's values: the identity store writes them.
 template <class ML>
 __device__ __forceinline__ void apply_fragments(const GemmParams<epilogue::Builtin::Params>& p,
-                                                typename ML::Accumulators& acc, const float* staging) {
+                                                typename ML::Accumulators& acc, const char* bias, int barrier) {
   const epilogue::Builtin::Params& ep = p.ep;
   if (ep.bias != nullptr) {
-    bias_wait();
+    bias_wait(barrier);
     switch (p.d_type) {
-      case DType::f32: bias_fragments<ML>(acc, staging, ep.alpha); break;
-      case DType::f16: bias_fragments<ML>(acc, reinterpret_cast<const __half*>(staging), ep.alpha); break;
-      case DType::bf16: bias_fragments<ML>(acc, reinterpret_cast<const __nv_bfloat16*>(staging), ep.alpha); break;
+      case DType::f32: bias_fragments<ML>(acc, reinterpret_cast<const float*>(bias), ep.alpha); break;
+      case DType::f16: bias_fragments<ML>(acc, reinterpret_cast<const __half*>(bias), ep.alpha); break;
+      case DType::bf16: bias_fragments<ML>(acc, reinterpret_cast<const __nv_bfloat16*>(bias), ep.alpha); break;
     }
-    __syncwarp();  // every lane has read the bias before the store stages over it
   } else if (ep.alpha != 1.0f) {
 #pragma unroll
     for (int mi = 0; mi < ML::MI; ++mi)

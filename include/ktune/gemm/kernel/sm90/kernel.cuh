@@ -70,11 +70,20 @@ constexpr int sm90_kernel_staging_bytes(const GemmConfig& c, Sm90Schedule s) {
   const int tma = 2 * sm90_tma_store_box_bytes;
   return 4 * sm90_consumer_warpgroups(c, s) * (s.tma_store && tma > per_warp ? tma : per_warp);
 }
+// Two bias buffers per consumer warpgroup (its WN columns, up to 4 bytes each): the fragment epilogue's
+// bias of the next tile is copied into one while the current tile reads the other. None where they
+// would not fit (ping-pong + TMA-store probes): a bias then takes the staged store.
+constexpr int sm90_kernel_bias_bytes(const GemmConfig& c, Sm90Schedule s) {
+  const int want = sm90_consumer_warpgroups(c, s) * 2 * c.warp.n * 4;
+  const int rest = estimate_resources(c).smem_bytes - sm90_staging_bytes(c) + sm90_kernel_staging_bytes(c, s);
+  return rest + want <= ::ktune::sm90.smem_optin_bytes ? want : 0;
+}
 template <class CfgT>
 inline constexpr int sm90_kernel_threads = 128 * (1 + sm90_consumer_warpgroups(CfgT::value, schedule_of<CfgT>()));
 template <class CfgT>
 inline constexpr int sm90_kernel_smem_bytes = estimate_resources(CfgT::value).smem_bytes - sm90_staging_bytes(CfgT::value) +
-                                              sm90_kernel_staging_bytes(CfgT::value, schedule_of<CfgT>());
+                                              sm90_kernel_staging_bytes(CfgT::value, schedule_of<CfgT>()) +
+                                              sm90_kernel_bias_bytes(CfgT::value, schedule_of<CfgT>());
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // The GEMM's producer: k-tile kt of output tile tc is one 2-D TMA box of A and of B (in a cluster of 2,
@@ -129,7 +138,8 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   const std::uint32_t raw = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem_raw));
   char* ring = smem_raw + ((1024u - (raw & 1023u)) & 1023u);
   float* staging = reinterpret_cast<float*>(ring + S * ML::stage_bytes);
-  auto* bars = reinterpret_cast<std::uint64_t*>(ring + S * ML::stage_bytes + sm90_kernel_staging_bytes(C, Sch));
+  constexpr int bias_offset = S * ML::stage_bytes + sm90_kernel_staging_bytes(C, Sch);  // bias buffers, then barriers
+  auto* bars = reinterpret_cast<std::uint64_t*>(ring + bias_offset + sm90_kernel_bias_bytes(C, Sch));
   const Pipeline<S> pipe{bars, bars + S};
   // A cluster launch (2 CTAs) multicasts the shared operand; a plain launch has a cluster of 1.
   const unsigned cluster = cuda::ptx::get_sreg_cluster_nctarank();
@@ -182,9 +192,24 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     const bool tma_store = Sch.tma_store && tma_d != nullptr && identity;
     // The built-in epilogue on the accumulators in registers, then the identity store (epilogue.cuh).
     bool fragments = false;
-    if constexpr (std::is_same_v<Epi, epilogue::Builtin>) fragments = fragments_allowed && !identity && fragment_epilogue(p.ep, p.d_vec4);
+    constexpr bool bias_buffers = sm90_kernel_bias_bytes(C, Sch) > 0;
+    if constexpr (std::is_same_v<Epi, epilogue::Builtin>)
+      fragments = fragments_allowed && !identity && fragment_epilogue(p.ep, p.d_vec4) && (bias_buffers || p.ep.bias == nullptr);
     const bool bias_ahead = fragments && p.ep.bias != nullptr;
-    static_assert(ML::WN * 4 <= warp_staging_bytes, "a warp's bias slice fits its staging buffer");
+    // This consumer's two bias buffers (bias_prefetch/bias_wait: its 128 threads share the copies and
+    // meet at named barrier 3 + cw; 1 and 2 order ping-pong consumers), and the tiles it computes.
+    // (Recomputed where used, not held: the consumers have no registers to spare.)
+    constexpr int bias_buffer_bytes = ML::WN * 4;
+    auto bias_buffer = [&](int b) { return ring + bias_offset + (2 * cw + b) * bias_buffer_bytes; };
+    auto col0_of = [&](int unit) { return tile_of(unit).n * C.tile.n + ML::wg_col0(sub); };
+    auto prefetch_bias = [&](int col0, int b) {
+      bias_prefetch<ML::WN>(p.ep.bias, size_of(p.d_type), col0, p.n, bias_buffer(b), static_cast<int>(threadIdx.x & 127));
+    };
+    if constexpr (std::is_same_v<Epi, epilogue::Builtin>) {
+      const int mine = first_unit + (PingPong ? cw * unit_step : 0);
+      if (bias_ahead && mine < units) prefetch_bias(col0_of(mine), 0);
+    }
+    int local = 0;  // this consumer's tiles so far: tile `local` reads bias buffer local % 2
     typename ML::Accumulators acc;
     RingState<S> st;
     int turn = 0;  // ping-pong: this CTA's tiles alternate between consumers 0 and 1
@@ -199,8 +224,9 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       const TileCoord tc = tile_of(unit);
       const int row0 = tc.m * C.tile.m + ML::wg_row0(sub) + 16 * warp_in_wg;
       const int col0 = tc.n * C.tile.n + ML::wg_col0(sub);
-      if constexpr (std::is_same_v<Epi, epilogue::Builtin>)
-        if (bias_ahead) bias_prefetch<ML::WN>(p.ep.bias, size_of(p.d_type), col0, p.n, reinterpret_cast<char*>(stage_warp));
+      const int buffer = local++ & 1;
+      const int next = unit + (PingPong ? 2 : 1) * unit_step;  // this consumer's next tile
+      const int next_col0 = bias_ahead && next < units ? col0_of(next) : -1;
       int previous = 0;
       for (int kt = 0; kt < k_tiles; ++kt) {
         pipe.wait_full(st);
@@ -228,8 +254,12 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
           continue;
         }
       }
-      if constexpr (std::is_same_v<Epi, epilogue::Builtin>)
-        if (fragments) apply_fragments<ML>(p, acc, stage_warp);
+      if constexpr (std::is_same_v<Epi, epilogue::Builtin>) {
+        if (fragments) apply_fragments<ML>(p, acc, bias_buffer(buffer), 3 + cw);
+        // The next tile's bias into the other buffer: every warp of this warpgroup has passed this
+        // tile's barrier, so all are done with that buffer (the tile before).
+        if (next_col0 >= 0) prefetch_bias(next_col0, buffer ^ 1);
+      }
       const bool plain = identity || fragments;  // the accumulators hold D's values
       switch (p.d_type) {
         case DType::f32: store_tile<ML, Epi, float>(p, acc, stage_warp, row0, col0, plain); break;
@@ -316,7 +346,8 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   constexpr GemmConfig C = CfgT::value;
   using ML = WgmmaMainloop<C>;
   constexpr auto kernel = wgmma_gemm_kernel<CfgT, Epi>;
-  constexpr int smem = sm90_kernel_smem_bytes<CfgT>;  // the model's, with ping-pong's second staging
+  constexpr int smem = sm90_kernel_smem_bytes<CfgT>;  // the model's, with ping-pong's second staging and the bias buffers
+  static_assert(smem <= ::ktune::sm90.smem_optin_bytes, "the kernel's shared memory fits an sm90 block");
   constexpr int threads = sm90_kernel_threads<CfgT>;
   const GemmDesc d = resolved(d0);
   KTUNE_RETURN_IF_ERROR(ensure_sm90_image<kernel>());
