@@ -128,6 +128,9 @@ __device__ __forceinline__ void stage_chunk_at(int k, typename ML::Accumulators&
 #undef KTUNE_STAGE_CASE
 }
 
+// Ask L1 for the line holding p (no register, no wait). Hand PTX: cuda::ptx has no prefetch.
+__device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p)); }
+
 // The built-in epilogue v = act(alpha·acc + beta·C + bias[col] + residual[row, col]), then clamp, for
 // one consumer warp (see the top of this file); the same arithmetic in the same order as
 // Builtin::apply. Registers are the limit: the accumulators (MI·WN/2 per thread) stay live through
@@ -157,12 +160,21 @@ __device__ __forceinline__ void store_builtin(const GemmParams<epilogue::Builtin
     const int col = col0 + cols * (k % chunks) + c;
     if (B != nullptr && k < ML::MI * chunks && col < p.n) b = epilogue::load_vec4(B + col, min(4, p.n - col), vec4);
   };
+  // C and residual rows of chunk k into L1, lanes 0-15 C, 16-31 the residual (a row's 32 columns are
+  // 64 or 128 bytes): by the time the chunk's vectors load, they hit L1, not L2.
+  auto prefetch_rows = [&](int k) {
+    const int row = row0 + 64 * (k / chunks) + (lane & 15), col = col0 + cols * (k % chunks);
+    const TOut* base = lane < 16 ? C : R;
+    const std::int64_t ld = lane < 16 ? ep.ldc : ep.ldr;
+    if (k < ML::MI * chunks && base != nullptr && row < p.m && col < p.n) prefetch_l1(base + row * ld + col);
+  };
   V b_next{};
   load_bias(0, b_next);
 #pragma unroll 1
   for (int k = 0; k < ML::MI * chunks; ++k) {
     const V b = b_next;
     load_bias(k + 1, b_next);
+    prefetch_rows(k + 1);
     const int rb = row0 + 64 * (k / chunks), cb = col0 + cols * (k % chunks);
     if (rb >= p.m || cb >= p.n) continue;  // warp-uniform: the band chunk is outside D
     const int col = cb + c, n = min(4, p.n - col);  // n ≤ 0: the lane's columns lie past N
