@@ -237,11 +237,13 @@ __device__ __forceinline__ void bias_prefetch(const void* bias, int es, int col0
   }
   __pipeline_commit();
 }
-// Every thread's copies are done, then the warpgroup's named barrier `barrier` (128 threads) shows them
-// to all four warps. Hand PTX: cuda::ptx has no named barrier.
-__device__ __forceinline__ void bias_wait(int barrier) {
+// Every thread's copies are done, then the warpgroup's named barrier (3 for consumer 0, 4 for consumer
+// 1; 128 threads) shows them to all four warps. Immediate ids: a register id makes ptxas reserve all 16
+// barriers. Hand PTX: cuda::ptx has no named barrier.
+__device__ __forceinline__ void bias_wait(int consumer) {
   __pipeline_wait_prior(0);
-  asm volatile("bar.sync %0, 128;\n" ::"r"(barrier) : "memory");
+  if (consumer == 0) asm volatile("bar.sync 3, 128;\n" ::: "memory");
+  else asm volatile("bar.sync 4, 128;\n" ::: "memory");
 }
 
 // Two consecutive elements of T as floats.
@@ -273,10 +275,10 @@ __device__ __forceinline__ void bias_fragments(typename ML::Accumulators& acc, c
 // accumulators are D's values: the identity store writes them.
 template <class ML>
 __device__ __forceinline__ void apply_fragments(const GemmParams<epilogue::Builtin::Params>& p,
-                                                typename ML::Accumulators& acc, const char* bias, int barrier) {
+                                                typename ML::Accumulators& acc, const char* bias, int consumer) {
   const epilogue::Builtin::Params& ep = p.ep;
   if (ep.bias != nullptr) {
-    bias_wait(barrier);
+    bias_wait(consumer);
     switch (p.d_type) {
       case DType::f32: bias_fragments<ML>(acc, reinterpret_cast<const float*>(bias), ep.alpha); break;
       case DType::f16: bias_fragments<ML>(acc, reinterpret_cast<const __half*>(bias), ep.alpha); break;

@@ -255,7 +255,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
         }
       }
       if constexpr (std::is_same_v<Epi, epilogue::Builtin>) {
-        if (fragments) apply_fragments<ML>(p, acc, bias_buffer(buffer), 3 + cw);
+        if (fragments) apply_fragments<ML>(p, acc, bias_buffer(buffer), cw);
         // The next tile's bias into the other buffer: every warp of this warpgroup has passed this
         // tile's barrier, so all are done with that buffer (the tile before).
         if (next_col0 >= 0) prefetch_bias(next_col0, buffer ^ 1);
