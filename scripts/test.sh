@@ -7,7 +7,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
 
 ktune_install_deps
 ktune_configure
-ktune_build
+# The test executables and what they link (the default instances); tools and benchmarks are not tests
+# (scripts/profile.sh and .ci/run build them).
+ktune_build ktune_tests
 ctest --test-dir "$KTUNE_BUILD_DIR" --output-on-failure "$@"
 
 # scripts/plot_results.py (benchmark results -> charts + Markdown table): host-side Python tests, a few

@@ -43,8 +43,12 @@ void register_family(GemmTable& table = gemm_table()) {
 }  // namespace ktune
 
 // Defines a registrar that adds part `part` of `parts` of family `fam` at static-initialisation time.
-// Put each in its own translation unit (or one umbrella TU) of the program that uses ktune.
+// Any number of them may share a translation unit (one per line); spread the parts of a large family
+// over TUs to compile them in parallel.
+#define KTUNE_GEMM_CONCAT_(a, b) a##b
+#define KTUNE_GEMM_CONCAT(a, b) KTUNE_GEMM_CONCAT_(a, b)
 #define KTUNE_REGISTER_GEMM_FAMILY_PART(fam, part, parts)                                          \
   namespace {                                                                                     \
-  [[maybe_unused]] const bool ktune_registered_##part = (::ktune::register_family<fam, part, parts>(), true); \
+  [[maybe_unused]] const bool KTUNE_GEMM_CONCAT(ktune_registered_, __LINE__) =                     \
+      (::ktune::register_family<fam, part, parts>(), true);                                       \
   }

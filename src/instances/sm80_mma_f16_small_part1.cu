@@ -1,5 +1,0 @@
-// Part 1 of 2 of the small-tile f16/bf16 family (instances are split over translation units so builds run in parallel).
-#include "ktune/gemm/families.hpp"
-#include "ktune/gemm/instantiate.cuh"
-
-KTUNE_REGISTER_GEMM_FAMILY_PART(ktune::families::Sm80MmaF16Small, 1, 2)

@@ -1,6 +1,0 @@
-// Part 1 of 2 of ktune::families::Sm90WgmmaF16Small (8 instances): the surviving configurations whose
-// index % 2 == 1. Hopper TMA + wgmma kernels (sm_90a code only), smaller tiles for small problems.
-#include "ktune/gemm/families.hpp"
-#include "ktune/gemm/instantiate.cuh"
-
-KTUNE_REGISTER_GEMM_FAMILY_PART(ktune::families::Sm90WgmmaF16Small, 1, 2)
