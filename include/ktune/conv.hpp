@@ -90,6 +90,7 @@ inline Status select_conv(const Conv2dDesc& desc, const Conv2dOperands& ops, con
 inline Status conv2d(const Conv2dDesc& desc, const Conv2dOperands& ops, cudaStream_t stream = nullptr,
                      const ConvOptions& opt = {}) {
   KTUNE_RETURN_IF_ERROR(validate(desc, ops));
+  KTUNE_RETURN_IF_ERROR(check_conv_launch_options(opt.launch));  // before anything is tuned or launched
   static const bool have_device = cuda_device_count() > 0;
   if (!have_device) return error(StatusCode::no_device, "no CUDA device found");
   if (opt.instance == nullptr && !opt.heuristic) {
