@@ -103,6 +103,9 @@ class Run:
     op: str = "gemm"                 # "gemm" or "conv": what TF/s counts
     pick_legend: str = "ktune pick (heuristic, untuned)"
     pick_note: str = "*pick* is the instance ktune's heuristic chooses without tuning."
+    best_legend: str = "ktune best instance (tuned)"
+    best_note: str = ("*best instance* is the fastest instance that passed verification (what a tuned call would run); "
+                      "*verified* counts the instances that passed.")
 
     @property
     def stem(self) -> str:
@@ -358,6 +361,9 @@ def read_gbench_json(path: str, doc: dict) -> Run:
     # The "ktune" benchmark is the one-call API as a user calls it: the default tuner's choice (tuned by
     # its first call unless KTUNE_TUNING says otherwise), not necessarily the heuristic's instance.
     run.pick_legend = "ktune (its own choice, as called)"
+    run.best_legend = "ktune best instance (by name, default launch options)"
+    run.best_note = ("*best instance* is the fastest instance run by name (--sweep, default launch options) that passed "
+                     "verification; the tuner's pick may also vary launch options; *verified* counts the instances that passed.")
     run.pick_note = ("*pick* is what ktune's one-call API runs when no instance is named: with default settings the "
                      "tuner's choice, tuned by its first call.")
     if ctx.get("l2_policy"):
@@ -571,8 +577,7 @@ def write_markdown(run: Run, out_dir: str, pngs: List[str], argv: List[str]) -> 
     if has_pick(run):
         expl.append(run.pick_note)
     if has_instances(run):
-        expl.append("*best instance* is the fastest instance that passed verification "
-                    "(what a tuned call would run); *verified* counts the instances that passed.")
+        expl.append(run.best_note)
     out.append(" ".join(expl))
     out.append("")
     out.append(markdown_table(run))
@@ -653,7 +658,7 @@ def plot_summary(run: Run, path: str) -> Optional[str]:
     if has_pick(run):
         series.append((run.pick_legend, PICK_COLOR, lambda p: p.pick_tflops))
     if has_instances(run):
-        series.append(("ktune best instance (tuned)", BEST_COLOR, lambda p: (p.best().tflops if p.best() else None)))
+        series.append((run.best_legend, BEST_COLOR, lambda p: (p.best().tflops if p.best() else None)))
     n = len(probs)
     fig, (ax, axr) = plt.subplots(2, 1, figsize=(max(9.0, 1.05 * n + 3.0), 8.0), sharex=True, layout="constrained",
                                   gridspec_kw={"height_ratios": [3, 1.5]})
