@@ -40,6 +40,12 @@ constexpr int sm90_staging_bytes(const GemmConfig& c) {
          (smem_layout::sm90_epilogue_cols + smem_layout::sm90_epilogue_pad) * 4;
 }
 constexpr int sm90_barrier_bytes(const GemmConfig& c) { return 2 * c.stages * 8; }
+// Two bias buffers per consumer warpgroup (its WN columns, up to 4 bytes each; the fragment epilogue
+// copies the next tile's bias into one while the current tile reads the other). The kernel has them only
+// where they fit in the opt-in shared memory; without them a bias takes the staged store.
+constexpr int sm90_bias_buffer_bytes(const GemmConfig& c) { return c.consumer_warpgroups() * 2 * c.warp.n * 4; }
+// An sm90 instance's shared memory without the bias buffers: alignment slack, ring, staging, barriers.
+constexpr int sm90_base_smem_bytes(const GemmConfig& c);
 // Registers a consumer thread may use: 232 with two consumer warpgroups (40 + 2·232 per lane-slot
 // of 3 warpgroups fits 64K registers), 255 with one (no register reallocation needed).
 constexpr int sm90_consumer_register_budget(const GemmConfig& c) {
@@ -66,11 +72,16 @@ constexpr int stage_bytes(const GemmConfig& c) {
   return (c.tile.m + c.tile.n) * c.tile.k * es;
 }
 
+constexpr int sm90_base_smem_bytes(const GemmConfig& c) {
+  return smem_layout::sm90_atom_bytes + c.stages * stage_bytes(c) + sm90_staging_bytes(c) + sm90_barrier_bytes(c);
+}
+
 constexpr GemmResources estimate_resources(const GemmConfig& c) {
   GemmResources r;
   r.threads = c.threads();
   if (is_wgmma(c.math)) {
-    r.smem_bytes = smem_layout::sm90_atom_bytes + c.stages * stage_bytes(c) + sm90_staging_bytes(c) + sm90_barrier_bytes(c);
+    r.smem_bytes = sm90_base_smem_bytes(c);
+    if (r.smem_bytes + sm90_bias_buffer_bytes(c) <= sm90.smem_optin_bytes) r.smem_bytes += sm90_bias_buffer_bytes(c);
     // The launch-time register count (the warpgroups then trade registers with setmaxnreg): what
     // __launch_bounds__(threads, 1) leaves per thread, in the allocation granularity of 8.
     r.registers = r.threads > 0 ? (65536 / r.threads < 255 ? 65536 / r.threads : 255) / 8 * 8 : 0;

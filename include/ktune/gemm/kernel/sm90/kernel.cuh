@@ -70,18 +70,18 @@ constexpr int sm90_kernel_staging_bytes(const GemmConfig& c, Sm90Schedule s) {
   const int tma = 2 * sm90_tma_store_box_bytes;
   return 4 * sm90_consumer_warpgroups(c, s) * (s.tma_store && tma > per_warp ? tma : per_warp);
 }
-// Two bias buffers per consumer warpgroup (its WN columns, up to 4 bytes each): the fragment epilogue's
-// bias of the next tile is copied into one while the current tile reads the other. None where they
-// would not fit (ping-pong + TMA-store probes): a bias then takes the staged store.
+// The bias buffers (resource_model.hpp: sm90_bias_buffer_bytes) for this schedule's consumer
+// warpgroups. None where they would not fit (ping-pong + TMA-store probes): a bias then takes the staged
+// store. For the default schedule this is what the resource model counts.
 constexpr int sm90_kernel_bias_bytes(const GemmConfig& c, Sm90Schedule s) {
   const int want = sm90_consumer_warpgroups(c, s) * 2 * c.warp.n * 4;
-  const int rest = estimate_resources(c).smem_bytes - sm90_staging_bytes(c) + sm90_kernel_staging_bytes(c, s);
+  const int rest = sm90_base_smem_bytes(c) - sm90_staging_bytes(c) + sm90_kernel_staging_bytes(c, s);
   return rest + want <= ::ktune::sm90.smem_optin_bytes ? want : 0;
 }
 template <class CfgT>
 inline constexpr int sm90_kernel_threads = 128 * (1 + sm90_consumer_warpgroups(CfgT::value, schedule_of<CfgT>()));
 template <class CfgT>
-inline constexpr int sm90_kernel_smem_bytes = estimate_resources(CfgT::value).smem_bytes - sm90_staging_bytes(CfgT::value) +
+inline constexpr int sm90_kernel_smem_bytes = sm90_base_smem_bytes(CfgT::value) - sm90_staging_bytes(CfgT::value) +
                                               sm90_kernel_staging_bytes(CfgT::value, schedule_of<CfgT>()) +
                                               sm90_kernel_bias_bytes(CfgT::value, schedule_of<CfgT>());
 
@@ -348,6 +348,8 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   constexpr auto kernel = wgmma_gemm_kernel<CfgT, Epi>;
   constexpr int smem = sm90_kernel_smem_bytes<CfgT>;  // the model's, with ping-pong's second staging and the bias buffers
   static_assert(smem <= ::ktune::sm90.smem_optin_bytes, "the kernel's shared memory fits an sm90 block");
+  static_assert(schedule_of<CfgT>().pingpong || schedule_of<CfgT>().tma_store || smem == estimate_resources(C).smem_bytes,
+                "the default schedule's shared memory is the resource model's");
   constexpr int threads = sm90_kernel_threads<CfgT>;
   const GemmDesc d = resolved(d0);
   KTUNE_RETURN_IF_ERROR(ensure_sm90_image<kernel>());
