@@ -941,51 +941,40 @@ class Tuner {
     return {};
   }
 
-  // Measure and pin. Caller holds slot.mu.
-  Status tune_locked(DeviceContext& ctx, Slot& slot, const GemmDesc& d, const GemmAlignment& al, const ProblemKey& key,
-                     const TunerOptions& opt, const GemmTactic*& out, TuningReport* report_out) {
-    const auto t0 = Clock::now();
-    const bool verbose = logs(LogLevel::verbose) || static_cast<bool>(opt.on_report) || report_out != nullptr;
-    std::vector<std::string> why_not;
-    const std::vector<GemmTactic> ranked =
-        ranked_tactics(d, al, ctx.info, opt.cost_model, opt.launch_variants, verbose ? &why_not : nullptr);
-    if (ranked.empty()) return no_candidates_error(d, al);
-    // The instances among them, best-ranked first: the session picks its reference among these.
-    std::vector<const GemmKernelEntry*> instances;
-    for (const GemmTactic& t : ranked)
-      if (std::find(instances.begin(), instances.end(), t.entry) == instances.end()) instances.push_back(t.entry);
-
-    TuningReport r = base_report(ctx, key, Source::tuned);
-    const double flops = 2.0 * double(d.m) * double(d.n) * double(d.k);
-    const double tol = opt.tolerances.for_problem(key.math, key.d_type);
+  // The measuring flow shared by GEMM and conv keys. Under the device's bench mutex: opens a session
+  // (`begin`), validates and times the best-ranked tactics (at most max_candidates, within the key's
+  // budget; failures and slow ones are recorded and excluded), records the rest (pruned by the model,
+  // cannot implement), then picks the winner with the near-tie rule. Returns the winner interned by
+  // `intern_tactic`, or nullptr when nothing was measured (session_status says whether a session
+  // could be opened). Caller holds the slot's mutex.
+  template <class Session, class Tactic, class Begin, class Intern>
+  const Tactic* measure_and_pick(DeviceContext& ctx, const std::vector<Tactic>& ranked, const std::vector<std::string>& why_not,
+                                 double flops, double tol, const TunerOptions& opt, TuningReport& r, Status& session_status,
+                                 Begin&& begin, Intern&& intern_tactic) {
     const std::size_t keep =
         opt.max_candidates > 0 ? std::min<std::size_t>(ranked.size(), static_cast<std::size_t>(opt.max_candidates)) : ranked.size();
-
     std::vector<Contender> contenders;
     std::vector<std::size_t> contender_record;
-    Status session_status;
     {
       std::lock_guard bench(ctx.bench_mu);
-      std::unique_ptr<TuningSession> session;
-      (void)(session_status = backend_->begin(ctx.ordinal, d, al, std::span<const GemmKernelEntry* const>(instances), session));
+      std::unique_ptr<Session> session;
+      (void)(session_status = begin(session));
       if (session_status.ok() && !session) (void)(session_status = error(StatusCode::internal, "backend returned no session"));
       if (session_status.ok()) {
         const auto m0 = Clock::now();
         double best = std::numeric_limits<double>::infinity();
         for (std::size_t i = 0; i < keep; ++i) {
-          const GemmTactic& tac = ranked[i];
-          const GemmKernelEntry& e = *tac.entry;
+          const Tactic& tac = ranked[i];
           TacticRecord t;
           t.name = tac.name;
           t.rank = static_cast<int>(i + 1);
-          const double spent = ms_since(m0);
-          if (opt.max_ms_per_key > 0 && spent >= opt.max_ms_per_key && !contenders.empty()) {
+          if (opt.max_ms_per_key > 0 && ms_since(m0) >= opt.max_ms_per_key && !contenders.empty()) {
             t.status = TacticStatus::pruned_by_budget;
             t.detail = "key budget of " + detail::fmt("%.0f ms", opt.max_ms_per_key) + " spent";
             r.records.push_back(std::move(t));
             continue;
           }
-          Validation v = session->validate(tac);
+          const Validation v = session->validate(tac);
           t.rel_error = v.rel_error;
           if (!v.status.ok()) {
             t.status = TacticStatus::failed_launch;
@@ -1004,7 +993,7 @@ class Tuner {
           req.best_ms = best;
           req.max_launch_ms = opt.max_launch_ms;
           if (opt.max_ms_per_key > 0) req.budget_ms = std::max(0.0, opt.max_ms_per_key - ms_since(m0)) / double(keep - i);
-          Measurement m = session->measure(tac, req);
+          const Measurement m = session->measure(tac, req);
           t.repeats = m.repeats;
           if (!m.status.ok()) {
             t.status = TacticStatus::failed_launch;
@@ -1026,8 +1015,8 @@ class Tuner {
           } else {
             t.status = TacticStatus::measured;
             best = std::min(best, m.ms);
-            contenders.push_back(Contender{tac.name, m.ms, static_cast<long long>(e.resources.threads) * e.resources.smem_bytes,
-                                           i});
+            contenders.push_back(Contender{tac.name, m.ms,
+                                           static_cast<long long>(tac.entry->resources.threads) * tac.entry->resources.smem_bytes, i});
             contender_record.push_back(r.records.size());
             t.detail = "spread " + detail::fmt("%.1f%%", m.spread * 100) + ", stop: " + std::string(to_string(m.stop));
           }
@@ -1055,21 +1044,46 @@ class Tuner {
     }
 
     const int win = pick_winner(contenders, opt.tie_band);
-    const GemmTactic* winner = nullptr;
-    if (win >= 0) {
-      const GemmTactic& wt = ranked[contenders[static_cast<std::size_t>(win)].index];
-      winner = intern(wt.entry, wt.launch);
-      TacticRecord& wr = r.records[contender_record[static_cast<std::size_t>(win)]];
-      wr.status = TacticStatus::selected;
-      const double fastest = std::min_element(contenders.begin(), contenders.end(),
-                                              [](const Contender& a, const Contender& b) { return a.ms < b.ms; })->ms;
-      if (wr.ms > fastest) wr.detail = "near-tie (within " + detail::fmt("%.1f%%", opt.tie_band * 100) +
-                                       " of the fastest): fewer resources / name; " + wr.detail;
-      r.winner = wr.name;
-      r.winner_ms = wr.ms;
-      r.winner_tflops = wr.tflops;
-      tunings_.fetch_add(1, std::memory_order_relaxed);
-    } else {
+    if (win < 0) return nullptr;
+    const Tactic* winner = intern_tactic(ranked[contenders[static_cast<std::size_t>(win)].index]);
+    TacticRecord& wr = r.records[contender_record[static_cast<std::size_t>(win)]];
+    wr.status = TacticStatus::selected;
+    const double fastest = std::min_element(contenders.begin(), contenders.end(),
+                                            [](const Contender& a, const Contender& b) { return a.ms < b.ms; })->ms;
+    if (wr.ms > fastest) wr.detail = "near-tie (within " + detail::fmt("%.1f%%", opt.tie_band * 100) +
+                                     " of the fastest): fewer resources / name; " + wr.detail;
+    r.winner = wr.name;
+    r.winner_ms = wr.ms;
+    r.winner_tflops = wr.tflops;
+    tunings_.fetch_add(1, std::memory_order_relaxed);
+    return winner;
+  }
+
+  // Measure and pin. Caller holds slot.mu.
+  Status tune_locked(DeviceContext& ctx, Slot& slot, const GemmDesc& d, const GemmAlignment& al, const ProblemKey& key,
+                     const TunerOptions& opt, const GemmTactic*& out, TuningReport* report_out) {
+    const auto t0 = Clock::now();
+    const bool verbose = logs(LogLevel::verbose) || static_cast<bool>(opt.on_report) || report_out != nullptr;
+    std::vector<std::string> why_not;
+    const std::vector<GemmTactic> ranked =
+        ranked_tactics(d, al, ctx.info, opt.cost_model, opt.launch_variants, verbose ? &why_not : nullptr);
+    if (ranked.empty()) return no_candidates_error(d, al);
+    // The instances among them, best-ranked first: the session picks its reference among these.
+    std::vector<const GemmKernelEntry*> instances;
+    for (const GemmTactic& t : ranked)
+      if (std::find(instances.begin(), instances.end(), t.entry) == instances.end()) instances.push_back(t.entry);
+
+    TuningReport r = base_report(ctx, key, Source::tuned);
+    const double flops = 2.0 * double(d.m) * double(d.n) * double(d.k);
+    const double tol = opt.tolerances.for_problem(key.math, key.d_type);
+    Status session_status;
+    const GemmTactic* winner = measure_and_pick<TuningSession>(
+        ctx, ranked, why_not, flops, tol, opt, r, session_status,
+        [&](std::unique_ptr<TuningSession>& session) {
+          return backend_->begin(ctx.ordinal, d, al, std::span<const GemmKernelEntry* const>(instances), session);
+        },
+        [&](const GemmTactic& t) { return intern(t.entry, t.launch); });
+    if (winner == nullptr) {
       // Nothing measured successfully: run the cost model's choice of instance (default options: no
       // workspace), but neither persist it nor keep failing calls slow: pin it in memory for this process.
       const GemmKernelEntry* first = nullptr;
@@ -1100,20 +1114,7 @@ class Tuner {
       ce.launch = launch_suffix(winner->launch);
       ce.ms = r.winner_ms;
       ce.tflops = r.winner_tflops;
-      {
-        std::lock_guard lock(store_mu_);
-        store_.insert(ce);
-      }
-      if (opt.autosave && !opt.cache_path.empty() && cache_writable_.load()) {
-        std::vector<std::string> warnings;
-        Status s;
-        {
-          std::lock_guard lock(store_mu_);
-          (void)(s = save_cache_file(opt.cache_path, store_, warnings));
-        }
-        if (!s.ok()) cache_writable_.store(false);  // warn once, not on every key
-        for (const auto& w : warnings) log(LogLevel::warn, w);
-      }
+      persist(ce, opt);
     }
     if (report_out) *report_out = std::move(r);
     return {};
@@ -1293,118 +1294,15 @@ class Tuner {
     TuningReport r = base_conv_report(ctx, key, Source::tuned);
     const double flops = conv_flops(key);
     const double tol = opt.tolerances.for_problem(key.math, key.y_type);
-    const std::size_t keep =
-        opt.max_candidates > 0 ? std::min<std::size_t>(ranked.size(), static_cast<std::size_t>(opt.max_candidates)) : ranked.size();
-
-    std::vector<Contender> contenders;
-    std::vector<std::size_t> contender_record;
     Status session_status;
-    if (conv_backend_ == nullptr) (void)(session_status = error(StatusCode::unsupported, "no conv measuring backend"));
-    {
-      std::lock_guard bench(ctx.bench_mu);
-      std::unique_ptr<ConvTuningSession> session;
-      if (session_status.ok())
-        (void)(session_status = conv_backend_->begin(ctx.ordinal, d, al, std::span<const ConvKernelEntry* const>(instances), session));
-      if (session_status.ok() && !session) (void)(session_status = error(StatusCode::internal, "backend returned no session"));
-      if (session_status.ok()) {
-        const auto m0 = Clock::now();
-        double best = std::numeric_limits<double>::infinity();
-        for (std::size_t i = 0; i < keep; ++i) {
-          const ConvTactic& tac = ranked[i];
-          TacticRecord t;
-          t.name = tac.name;
-          t.rank = static_cast<int>(i + 1);
-          if (opt.max_ms_per_key > 0 && ms_since(m0) >= opt.max_ms_per_key && !contenders.empty()) {
-            t.status = TacticStatus::pruned_by_budget;
-            t.detail = "key budget of " + detail::fmt("%.0f ms", opt.max_ms_per_key) + " spent";
-            r.records.push_back(std::move(t));
-            continue;
-          }
-          const Validation v = session->validate(tac);
-          t.rel_error = v.rel_error;
-          if (!v.status.ok()) {
-            t.status = TacticStatus::failed_launch;
-            t.detail = v.status.message();
-            r.records.push_back(std::move(t));
-            continue;
-          }
-          if (!(v.rel_error <= tol)) {
-            t.status = TacticStatus::failed_validation;
-            t.detail = "relative error " + detail::fmt("%.2e", v.rel_error) + " > tolerance " + detail::fmt("%.0e", tol);
-            r.records.push_back(std::move(t));
-            continue;
-          }
-          MeasureRequest req;
-          req.repeats = opt.repeats;
-          req.best_ms = best;
-          req.max_launch_ms = opt.max_launch_ms;
-          if (opt.max_ms_per_key > 0) req.budget_ms = std::max(0.0, opt.max_ms_per_key - ms_since(m0)) / double(keep - i);
-          const Measurement m = session->measure(tac, req);
-          t.repeats = m.repeats;
-          if (!m.status.ok()) {
-            t.status = TacticStatus::failed_launch;
-            t.detail = m.status.message();
-            r.records.push_back(std::move(t));
-            continue;
-          }
-          t.ms = m.ms;
-          t.tflops = tflops_of(flops, m.ms);
-          if (!(m.ms > 0) || !std::isfinite(m.ms)) {
-            t.status = TacticStatus::failed_launch;
-            t.detail = "no valid time";
-          } else if (m.exceeded_bound || m.ms > opt.max_launch_ms) {
-            t.status = TacticStatus::exceeded_time_bound;
-            t.detail = detail::fmt("%.1f ms", m.ms) + " > bound " + detail::fmt("%.1f ms", opt.max_launch_ms);
-          } else if (m.stop == RepeatDecision::slower_than_best) {
-            t.status = TacticStatus::slower_than_best;
-            t.detail = detail::fmt("> %.2fx the best so far", opt.repeats.slow_cutoff);
-          } else {
-            t.status = TacticStatus::measured;
-            best = std::min(best, m.ms);
-            contenders.push_back(Contender{tac.name, m.ms,
-                                           static_cast<long long>(tac.entry->resources.threads) * tac.entry->resources.smem_bytes, i});
-            contender_record.push_back(r.records.size());
-            t.detail = "spread " + detail::fmt("%.1f%%", m.spread * 100) + ", stop: " + std::string(to_string(m.stop));
-          }
-          r.records.push_back(std::move(t));
-        }
-        r.scratch_bytes = session->scratch_bytes();
-        r.method = session->describe();
-      }
-    }
-    for (std::size_t i = keep; i < ranked.size(); ++i) {
-      TacticRecord t;
-      t.name = ranked[i].name;
-      t.rank = static_cast<int>(i + 1);
-      t.status = TacticStatus::pruned_by_model;
-      t.detail = "rank " + std::to_string(i + 1) + " > max_candidates " + std::to_string(opt.max_candidates);
-      r.records.push_back(std::move(t));
-    }
-    for (auto& w : why_not) {
-      TacticRecord t;
-      const auto colon = w.find(": ");
-      t.name = w.substr(0, colon);
-      t.detail = colon == std::string::npos ? std::string() : w.substr(colon + 2);
-      t.status = TacticStatus::cannot_implement;
-      r.records.push_back(std::move(t));
-    }
-
-    const int win = pick_winner(contenders, opt.tie_band);
-    const ConvTactic* winner = nullptr;
-    if (win >= 0) {
-      const ConvTactic& wt = ranked[contenders[static_cast<std::size_t>(win)].index];
-      winner = intern_conv(wt.entry, wt.launch);
-      TacticRecord& wr = r.records[contender_record[static_cast<std::size_t>(win)]];
-      wr.status = TacticStatus::selected;
-      const double fastest = std::min_element(contenders.begin(), contenders.end(),
-                                              [](const Contender& a, const Contender& b) { return a.ms < b.ms; })->ms;
-      if (wr.ms > fastest) wr.detail = "near-tie (within " + detail::fmt("%.1f%%", opt.tie_band * 100) +
-                                       " of the fastest): fewer resources / name; " + wr.detail;
-      r.winner = wr.name;
-      r.winner_ms = wr.ms;
-      r.winner_tflops = wr.tflops;
-      tunings_.fetch_add(1, std::memory_order_relaxed);
-    } else {
+    const ConvTactic* winner = measure_and_pick<ConvTuningSession>(
+        ctx, ranked, why_not, flops, tol, opt, r, session_status,
+        [&](std::unique_ptr<ConvTuningSession>& session) -> Status {
+          if (conv_backend_ == nullptr) return error(StatusCode::unsupported, "no conv measuring backend");
+          return conv_backend_->begin(ctx.ordinal, d, al, std::span<const ConvKernelEntry* const>(instances), session);
+        },
+        [&](const ConvTactic& t) { return intern_conv(t.entry, t.launch); });
+    if (winner == nullptr) {
       // Nothing measured successfully: the heuristic choice (default options), pinned in memory for this
       // process but not persisted.
       winner = intern_conv(ranked.front().entry, ConvLaunchOptions{});
