@@ -69,38 +69,10 @@ class CudaConvBackend : public ConvTuningBackend {
                std::unique_ptr<ConvTuningSession>& out) override;
 
   void release_scratch() override {
-    std::lock_guard lock(pools_mu_);
-    for (auto& [dev, pool] : pools_) {
-      std::lock_guard plock(pool->mu);
-      int prev = -1;
-      (void)cudaGetDevice(&prev);
-      (void)cudaSetDevice(dev);
-      if (pool->buf) (void)cudaFree(pool->buf);
-      if (pool->flush) (void)cudaFree(pool->flush);
-      if (pool->host) (void)cudaFreeHost(pool->host);
-      for (void* r : pool->retired_host) (void)cudaFreeHost(r);
-      pool->retired_host.clear();
-      pool->buf = pool->flush = pool->host = nullptr;
-      pool->bytes = pool->flush_bytes = pool->host_bytes = 0;
-      if (prev >= 0) (void)cudaSetDevice(prev);
-      (void)cudaGetLastError();
-    }
-    ktune::detail::trim_private_mem_pools();
+    detail::release_pools(pools_mu_, pools_, [](Pool& pool) { detail::free_scratch(pool); });
   }
 
-  struct Pool {
-    std::mutex mu;
-    void* buf = nullptr;
-    std::size_t bytes = 0;
-    void* flush = nullptr;
-    std::size_t flush_bytes = 0;
-    void* host = nullptr;  // pinned: sampled rows, and the staging of input patterns
-    std::size_t host_bytes = 0;
-    bool buf_async = false, flush_async = false;  // stream-ordered allocations
-    std::vector<void*> retired_host;              // outgrown pinned buffers (freed by release_scratch)
-    cudaStream_t stream = nullptr;
-    std::vector<cudaEvent_t> events;
-  };
+  using Pool = detail::ScratchPool;  // per-device scratch, stream and events (cuda_backend.hpp)
 
  private:
   CudaBackendOptions opt_;
@@ -140,22 +112,12 @@ inline void sort_conv_references(std::vector<const ConvKernelEntry*>& refs) {
 
 class CudaConvSession : public ConvTuningSession {
  public:
-  CudaConvSession(CudaConvBackend::Pool& pool, const CudaBackendOptions& opt) : pool_(pool), lock_(pool.mu), opt_(opt) {}
-  ~CudaConvSession() override {
-    if (pool_.stream) (void)cudaStreamSynchronize(pool_.stream);
-    if (mode_set_) (void)cudaThreadExchangeStreamCaptureMode(&prev_mode_);
-    if (prev_device_ >= 0 && prev_device_ != device_) (void)cudaSetDevice(prev_device_);
-  }
+  CudaConvSession(CudaConvBackend::Pool& pool, const CudaBackendOptions& opt) : pool_(pool), hold_(pool), opt_(opt) {}
 
   Status open(int device, const Conv2dDesc& desc, const ConvAlignment& al, std::span<const ConvKernelEntry* const> candidates) {
-    device_ = device;
     d_ = desc;
     shape_ = conv_shape(d_);
-    KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&prev_device_), "cudaGetDevice"));
-    if (prev_device_ != device) KTUNE_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device), "cudaSetDevice"));
-    prev_mode_ = cudaStreamCaptureModeRelaxed;
-    KTUNE_RETURN_IF_ERROR(cuda_status(cudaThreadExchangeStreamCaptureMode(&prev_mode_), "cudaThreadExchangeStreamCaptureMode"));
-    mode_set_ = true;
+    KTUNE_RETURN_IF_ERROR(hold_.enter(device));
     KTUNE_RETURN_IF_ERROR(query_device(device, dev_));
 
     refs_.assign(candidates.begin(), candidates.end());
@@ -189,21 +151,19 @@ class CudaConvSession : public ConvTuningSession {
     const std::size_t need = cursor + 256;
 
     // Sampled output rows (pixels): stride s (odd when > 1), plus the last row.
-    const std::int64_t max_rows = std::max<std::int64_t>(1, static_cast<std::int64_t>(opt_.max_validation_elements) / std::max<std::int64_t>(1, d_.k));
-    std::int64_t s = std::max<std::int64_t>(1, (shape_.m + max_rows - 1) / max_rows);
-    if (s > 1 && s % 2 == 0) ++s;
-    sample_stride_ = s;
-    sample_rows_ = (shape_.m - 1) / s + 1;
-    extra_last_row_ = (shape_.m - 1) % s != 0;
+    const detail::SampledRows sampled = detail::plan_sampled_rows(shape_.m, d_.k, opt_.max_validation_elements);
+    sample_stride_ = sampled.stride;
+    sample_rows_ = sampled.rows;
+    extra_last_row_ = sampled.extra_last;
     const std::size_t host_need = static_cast<std::size_t>((sample_rows_ + (extra_last_row_ ? 1 : 0)) * d_.k) * size_of(yt);
 
     if (pool_.stream == nullptr)
       KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&pool_.stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"));
-    KTUNE_RETURN_IF_ERROR(grow_device(pool_.buf, pool_.bytes, pool_.buf_async, need, std::size_t{2} << 20, "conv tuning scratch"));
+    KTUNE_RETURN_IF_ERROR(detail::grow_device(pool_, pool_.buf, pool_.bytes, pool_.buf_async, need, std::size_t{2} << 20, "conv tuning scratch"));
     const std::size_t flush_need = opt_.flush_l2 ? static_cast<std::size_t>(std::max(dev_.l2_bytes, 1 << 20)) * 2 : 0;
-    KTUNE_RETURN_IF_ERROR(grow_device(pool_.flush, pool_.flush_bytes, pool_.flush_async, flush_need, std::size_t{1} << 20, "the L2 flush buffer"));
+    KTUNE_RETURN_IF_ERROR(detail::grow_device(pool_, pool_.flush, pool_.flush_bytes, pool_.flush_async, flush_need, std::size_t{1} << 20, "the L2 flush buffer"));
     // The pinned buffer also stages the input patterns (fill).
-    KTUNE_RETURN_IF_ERROR(grow_host(std::max(host_need, detail::pattern_period * sizeof(float))));
+    KTUNE_RETURN_IF_ERROR(detail::grow_host(pool_, std::max(host_need, detail::pattern_period * sizeof(float)), "conv tuning"));
     scratch_bytes_ = need + flush_need;
     auto* base = static_cast<char*>(pool_.buf);
     for (detail::Operand* o : {&x_, &w_, &bias_, &res_, &prior_, &y_})
@@ -214,7 +174,7 @@ class CudaConvSession : public ConvTuningSession {
     ops_.bias = bias_.ptr;
     ops_.residual = res_.ptr;
     for (detail::Operand* o : {&x_, &w_, &bias_, &res_, &prior_})
-      if (o->elements > 0) KTUNE_RETURN_IF_ERROR(fill(*o));
+      if (o->elements > 0) KTUNE_RETURN_IF_ERROR(detail::fill(pool_, *o));
     if (has_prior_) KTUNE_RETURN_IF_ERROR(reset_y());
     KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(pool_.stream), "filling conv tuning scratch"));
     return {};
@@ -232,74 +192,17 @@ class CudaConvSession : public ConvTuningSession {
     (void)(v.status = run_and_sample(*t.entry, t.launch, got, &ms));
     if (!v.status.ok()) return v;
     first_ms_[t.name] = ms;
-    v.rel_error = rel_error(got, ref_);
+    v.rel_error = detail::rel_error(got, ref_);
     return v;
   }
 
   Measurement measure(const ConvTactic& t, const MeasureRequest& req) override {
-    Measurement m;
     const ConvKernelEntry& e = *t.entry;
     const auto t0 = std::chrono::steady_clock::now();
     double est = 0;
     if (auto it = first_ms_.find(t.name); it != first_ms_.end()) est = it->second;
-    if (est > req.max_launch_ms) {
-      m.ms = est;
-      m.repeats = 1;
-      m.exceeded_bound = true;
-      return m;
-    }
-    const int batch_max = std::max(1, req.repeats.batch);
-    if (Status s = ensure_events(static_cast<std::size_t>(2 * batch_max)); !s.ok()) {
-      (void)(m.status = s);
-      return m;
-    }
-    std::vector<double> samples;
-    for (;;) {
-      int n = batch_max;
-      if (est > 0 && req.budget_ms > 0) n = std::clamp(static_cast<int>(req.budget_ms / est), 1, batch_max);
-      for (int r = 0; r < n; ++r) {
-        if (opt_.flush_l2 && pool_.flush)
-          if (Status s = cuda_status(cudaMemsetAsync(pool_.flush, (r + static_cast<int>(samples.size())) & 0xff, pool_.flush_bytes, pool_.stream), "L2 flush"); !s.ok()) {
-            (void)(m.status = s);
-            return m;
-          }
-        cudaEventRecord(pool_.events[static_cast<std::size_t>(2 * r)], pool_.stream);
-        if (Status s = e.launch(d_, ops_, t.launch, pool_.stream); !s.ok()) {
-          (void)(m.status = s);
-          return m;
-        }
-        cudaEventRecord(pool_.events[static_cast<std::size_t>(2 * r + 1)], pool_.stream);
-      }
-      if (Status s = cuda_status(cudaEventSynchronize(pool_.events[static_cast<std::size_t>(2 * n - 1)]), "timing run"); !s.ok()) {
-        (void)(m.status = s);
-        return m;
-      }
-      for (int r = 0; r < n; ++r) {
-        float ms = 0;
-        if (Status s = cuda_status(cudaEventElapsedTime(&ms, pool_.events[static_cast<std::size_t>(2 * r)], pool_.events[static_cast<std::size_t>(2 * r + 1)]), "cudaEventElapsedTime"); !s.ok()) {
-          (void)(m.status = s);
-          return m;
-        }
-        samples.push_back(ms);
-        if (ms > req.max_launch_ms) {
-          m.ms = ms;
-          m.repeats = static_cast<int>(samples.size());
-          m.exceeded_bound = true;
-          return m;
-        }
-      }
-      const SampleStats st = stats_of(samples);
-      est = st.median;
-      const double spent = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      const RepeatDecision dec = next_step(samples, req.repeats, spent, req.budget_ms, req.best_ms);
-      if (dec != RepeatDecision::more) {
-        m.ms = st.median;
-        m.repeats = st.n;
-        m.spread = st.rel_spread();
-        m.stop = dec;
-        return m;
-      }
-    }
+    return detail::time_repeats(pool_, opt_.flush_l2, est, req, t0,
+                                [&](cudaStream_t stream) { return e.launch(d_, ops_, t.launch, stream); });
   }
 
   std::size_t scratch_bytes() const override { return scratch_bytes_; }
@@ -314,11 +217,8 @@ class CudaConvSession : public ConvTuningSession {
 
  private:
   CudaConvBackend::Pool& pool_;
-  std::unique_lock<std::mutex> lock_;
+  detail::SessionHold hold_;  // the pool's mutex, device and capture mode (see SessionHold)
   CudaBackendOptions opt_;
-  int device_ = -1, prev_device_ = -1;
-  bool mode_set_ = false;
-  cudaStreamCaptureMode prev_mode_ = cudaStreamCaptureModeRelaxed;
   DeviceInfo dev_;
   Conv2dDesc d_;
   ConvShape shape_;
@@ -334,72 +234,6 @@ class CudaConvSession : public ConvTuningSession {
   std::string ref_name_;
   std::unordered_map<std::string, double> first_ms_;  // validation run's time, by tactic name
 
-  Status ensure_events(std::size_t n) {
-    const std::size_t have = pool_.events.size();
-    if (have >= n) return {};
-    pool_.events.resize(n, nullptr);
-    for (std::size_t i = have; i < n; ++i)
-      if (Status s = cuda_status(cudaEventCreate(&pool_.events[i]), "cudaEventCreate"); !s.ok()) {
-        pool_.events.resize(i);
-        return s;
-      }
-    return {};
-  }
-
-  // Grow a device buffer of the pool in the order of the pool's stream (the only stream that uses it):
-  // cudaFree would synchronise the whole device and so wait for other streams' work.
-  Status grow_device(void*& buf, std::size_t& bytes, bool& stream_ordered, std::size_t need, std::size_t granule, const char* what) {
-    if (need == 0 || bytes >= need) return {};
-    if (buf) {
-      if (ktune::detail::free_for_stream(buf, pool_.stream, stream_ordered) != cudaSuccess) (void)cudaGetLastError();
-      buf = nullptr;
-      bytes = 0;
-    }
-    const std::size_t want = (need + granule - 1) / granule * granule;
-    void* p = nullptr;
-    if (ktune::detail::alloc_for_stream(&p, want, pool_.stream, &stream_ordered) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return error(StatusCode::cuda_error, "cannot allocate " + std::to_string((want + (1u << 20) - 1) >> 20) + " MiB for " + what);
-    }
-    buf = p;
-    bytes = want;
-    return {};
-  }
-
-  // The same for the pinned host buffer (cudaFreeHost synchronises the device too: outgrown ones retire).
-  Status grow_host(std::size_t need) {
-    if (pool_.host_bytes >= need) return {};
-    const std::size_t want = (std::max(need, 2 * pool_.host_bytes) + (1u << 20) - 1) / (1u << 20) * (1u << 20);
-    void* p = nullptr;
-    if (cudaHostAlloc(&p, want, cudaHostAllocDefault) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return error(StatusCode::cuda_error, "cannot allocate " + std::to_string(want >> 20) + " MiB of pinned host memory for conv tuning");
-    }
-    if (pool_.host) pool_.retired_host.push_back(pool_.host);
-    pool_.host = p;
-    pool_.host_bytes = want;
-    return {};
-  }
-
-  Status fill(detail::Operand& o) {
-    const int es = size_of(o.type);
-    const std::size_t first = std::min(o.elements, o.pattern.size());
-    // Through the pinned buffer (at least one pattern period, see open()): a true async copy.
-    if (pool_.host_bytes < first * static_cast<std::size_t>(es)) return error(StatusCode::internal, "pinned staging buffer too small");
-    for (std::size_t i = 0; i < first; ++i) host_fp::store(o.type, pool_.host, i, o.pattern[i]);
-    auto* p = static_cast<char*>(o.ptr);
-    KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(p, pool_.host, first * static_cast<std::size_t>(es), cudaMemcpyHostToDevice, pool_.stream), "cudaMemcpyAsync"));
-    // The staging buffer is reused by the next operand: wait for this copy (on the pool's stream only).
-    KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(pool_.stream), "cudaStreamSynchronize"));
-    std::size_t have = first;
-    while (have < o.elements) {
-      const std::size_t c = std::min(have, o.elements - have);
-      KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(p + have * es, p, c * es, cudaMemcpyDeviceToDevice, pool_.stream), "cudaMemcpyAsync"));
-      have += c;
-    }
-    return {};
-  }
-
   // y's prior contents (beta ≠ 0) before a validation run.
   Status reset_y() {
     return cuda_status(cudaMemcpyAsync(y_.ptr, prior_.ptr, y_.elements * static_cast<std::size_t>(size_of(y_.type)),
@@ -412,7 +246,7 @@ class CudaConvSession : public ConvTuningSession {
     const int ey = size_of(d_.out_type);
     if (has_prior_) KTUNE_RETURN_IF_ERROR(reset_y());
     else KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(y_.ptr, 0xff, y_.elements * static_cast<std::size_t>(ey), pool_.stream), "poisoning y"));
-    KTUNE_RETURN_IF_ERROR(ensure_events(2));
+    KTUNE_RETURN_IF_ERROR(detail::ensure_events(pool_, 2));
     cudaEventRecord(pool_.events[0], pool_.stream);
     KTUNE_RETURN_IF_ERROR(e.launch(d_, ops_, lo, pool_.stream));
     cudaEventRecord(pool_.events[1], pool_.stream);
@@ -435,17 +269,6 @@ class CudaConvSession : public ConvTuningSession {
     out.resize(n);
     for (std::size_t i = 0; i < n; ++i) out[i] = host_fp::load(d_.out_type, host, i);
     return {};
-  }
-
-  static double rel_error(const std::vector<double>& got, const std::vector<double>& ref) {
-    double num = 0, den = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      const double dlt = got[i] - ref[i];
-      num += dlt * dlt;
-      den += ref[i] * ref[i];
-    }
-    if (std::isnan(num)) return std::numeric_limits<double>::quiet_NaN();
-    return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
   }
 
   std::int64_t sampled_row(std::size_t r) const {
@@ -488,17 +311,8 @@ class CudaConvSession : public ConvTuningSession {
         why += std::string(why.empty() ? "" : "; ") + std::string(r->name) + ": " + s.message();
         continue;
       }
-      const std::size_t rows = static_cast<std::size_t>(sample_rows_ + (extra_last_row_ ? 1 : 0));
-      double num = 0, den = 0;
-      for (int t = 0; t < samples; ++t) {
-        const std::size_t rr = (static_cast<std::size_t>(t) * 7919u) % rows;
-        const std::int64_t j = static_cast<std::int64_t>((static_cast<std::uint64_t>(t) * 2654435761u + static_cast<std::uint64_t>(t) * t) % static_cast<std::uint64_t>(d_.k));
-        const double want = host_value(sampled_row(rr), j);
-        const double got = out[rr * static_cast<std::size_t>(d_.k) + static_cast<std::size_t>(j)];
-        num += (got - want) * (got - want);
-        den += want * want;
-      }
-      const double err = std::isnan(num) ? std::numeric_limits<double>::quiet_NaN() : den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+      const double err = detail::host_check_error(out, samples, static_cast<std::size_t>(sample_rows_ + (extra_last_row_ ? 1 : 0)), d_.k,
+                                                  [&](std::size_t rr, std::int64_t j) { return host_value(sampled_row(rr), j); });
       if (err <= host_tol) {
         ref_ = std::move(out);
         ref_name_ = std::string(r->name);

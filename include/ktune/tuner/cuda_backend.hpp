@@ -157,6 +157,54 @@ struct CudaBackendOptions {
   std::size_t max_workspace_bytes = std::size_t{256} << 20;  // per tactic; larger needs are not measured
 };
 
+namespace detail {
+
+// A measuring backend's per-device scratch, stream and events (GEMM and conv). One session at a time per
+// device (the mutex).
+struct ScratchPool {
+  std::mutex mu;
+  void* buf = nullptr;
+  std::size_t bytes = 0;
+  void* flush = nullptr;
+  std::size_t flush_bytes = 0;
+  void* host = nullptr;  // pinned: sampled rows, and the staging of input patterns
+  std::size_t host_bytes = 0;
+  bool buf_async = false, flush_async = false;  // stream-ordered allocations
+  std::vector<void*> retired_host;              // outgrown pinned host buffers (freed by release_scratch)
+  cudaStream_t stream = nullptr;
+  std::vector<cudaEvent_t> events;
+};
+
+// Frees a pool's buffers (the caller holds pool.mu and has made the pool's device current).
+inline void free_scratch(ScratchPool& pool) {
+  if (pool.buf) (void)cudaFree(pool.buf);
+  if (pool.flush) (void)cudaFree(pool.flush);
+  if (pool.host) (void)cudaFreeHost(pool.host);
+  for (void* r : pool.retired_host) (void)cudaFreeHost(r);
+  pool.retired_host.clear();
+  pool.buf = pool.flush = pool.host = nullptr;
+  pool.bytes = pool.flush_bytes = pool.host_bytes = 0;
+}
+
+// Runs free_pool(pool) for every pool of a backend, on the pool's device, then trims ktune's
+// stream-ordered memory pool.
+template <class Pools, class Free>
+void release_pools(std::mutex& pools_mu, Pools& pools, Free&& free_pool) {
+  std::lock_guard lock(pools_mu);
+  for (auto& [dev, pool] : pools) {
+    std::lock_guard plock(pool->mu);
+    int prev = -1;
+    (void)cudaGetDevice(&prev);
+    (void)cudaSetDevice(dev);
+    free_pool(*pool);
+    if (prev >= 0) (void)cudaSetDevice(prev);
+    (void)cudaGetLastError();
+  }
+  ktune::detail::trim_private_mem_pools();
+}
+
+}  // namespace detail
+
 class CudaBackend : public TuningBackend {
  public:
   explicit CudaBackend(CudaBackendOptions o = {}) : opt_(o) {}
@@ -181,43 +229,21 @@ class CudaBackend : public TuningBackend {
                std::unique_ptr<TuningSession>& out) override;
 
   void release_scratch() override {
-    std::lock_guard lock(pools_mu_);
-    for (auto& [dev, pool] : pools_) {
-      std::lock_guard plock(pool->mu);
-      int prev = -1;
-      (void)cudaGetDevice(&prev);
-      (void)cudaSetDevice(dev);
-      if (pool->buf) (void)cudaFree(pool->buf);
-      if (pool->flush) (void)cudaFree(pool->flush);
-      if (pool->host) (void)cudaFreeHost(pool->host);
-      if (pool->work) (void)cudaFree(pool->work);
-      for (void* r : pool->retired_host) (void)cudaFreeHost(r);
-      pool->retired_host.clear();
-      pool->buf = pool->flush = pool->host = pool->work = nullptr;
-      pool->bytes = pool->flush_bytes = pool->host_bytes = pool->work_bytes = 0;
-      if (prev >= 0) (void)cudaSetDevice(prev);
-      (void)cudaGetLastError();
-    }
-    ktune::detail::trim_private_mem_pools();
+    detail::release_pools(pools_mu_, pools_, [](Pool& pool) {
+      detail::free_scratch(pool);
+      if (pool.work) (void)cudaFree(pool.work);
+      pool.work = nullptr;
+      pool.work_bytes = 0;
+    });
   }
 
   const CudaBackendOptions& options() const { return opt_; }
 
-  // Per-device scratch, stream and events. One session at a time per device (the mutex).
-  struct Pool {
-    std::mutex mu;
-    void* buf = nullptr;
-    std::size_t bytes = 0;
-    void* flush = nullptr;
-    std::size_t flush_bytes = 0;
-    void* host = nullptr;  // pinned: sampled rows, and the staging of input patterns
-    std::size_t host_bytes = 0;
-    void* work = nullptr;  // workspace of tactics that need one
+  // Per-device scratch, stream and events, plus the workspace of tactics that need one.
+  struct Pool : detail::ScratchPool {
+    void* work = nullptr;
     std::size_t work_bytes = 0;
-    bool buf_async = false, flush_async = false, work_async = false;  // from cudaMallocAsync
-    std::vector<void*> retired_host;  // outgrown pinned host buffers (freed by release_scratch)
-    cudaStream_t stream = nullptr;
-    std::vector<cudaEvent_t> events;
+    bool work_async = false;  // stream-ordered allocation
   };
 
  private:
@@ -267,26 +293,232 @@ inline std::size_t misalign_bytes(int vector_elems, int elem_bytes) {
   return vector_elems * elem_bytes < 16 ? static_cast<std::size_t>(vector_elems * elem_bytes) : 0;
 }
 
-}  // namespace detail
-
-class CudaSession : public TuningSession {
+// A session's hold on its device's pool: the pool's mutex, the device made current and the thread's
+// stream-capture mode relaxed (enter()); on destruction the pool's stream is drained and both restored.
+class SessionHold {
  public:
-  CudaSession(CudaBackend::Pool& pool, const CudaBackendOptions& opt) : pool_(pool), lock_(pool.mu), opt_(opt) {}
-  ~CudaSession() override {
+  explicit SessionHold(ScratchPool& pool) : pool_(pool), lock_(pool.mu) {}
+  SessionHold(const SessionHold&) = delete;
+  SessionHold& operator=(const SessionHold&) = delete;
+  ~SessionHold() {
     if (pool_.stream) (void)cudaStreamSynchronize(pool_.stream);
     if (mode_set_) (void)cudaThreadExchangeStreamCaptureMode(&prev_mode_);
     if (prev_device_ >= 0 && prev_device_ != device_) (void)cudaSetDevice(prev_device_);
   }
 
-  Status open(int device, const GemmDesc& desc, const GemmAlignment& al, std::span<const GemmKernelEntry* const> candidates) {
+  Status enter(int device) {
     device_ = device;
-    d_ = resolved(desc);
-    al_ = al;
     KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&prev_device_), "cudaGetDevice"));
     if (prev_device_ != device) KTUNE_RETURN_IF_ERROR(cuda_status(cudaSetDevice(device), "cudaSetDevice"));
     prev_mode_ = cudaStreamCaptureModeRelaxed;
     KTUNE_RETURN_IF_ERROR(cuda_status(cudaThreadExchangeStreamCaptureMode(&prev_mode_), "cudaThreadExchangeStreamCaptureMode"));
     mode_set_ = true;
+    return {};
+  }
+
+ private:
+  ScratchPool& pool_;
+  std::unique_lock<std::mutex> lock_;
+  int device_ = -1, prev_device_ = -1;
+  bool mode_set_ = false;
+  cudaStreamCaptureMode prev_mode_ = cudaStreamCaptureModeRelaxed;
+};
+
+// ---- Helpers shared by the GEMM and conv sessions ----------------------------------------------------
+
+// Grow a device buffer of the pool to at least `need` bytes (rounded up to `granule`) in the order
+// of the pool's stream, the only stream that uses it: the outgrown buffer is freed when the stream
+// reaches this point, the new one allocated there (cudaFree would synchronize the whole device and
+// so wait for other streams' work).
+inline Status grow_device(ScratchPool& pool, void*& buf, std::size_t& bytes, bool& stream_ordered, std::size_t need, std::size_t granule,
+                          const char* what) {
+  if (need == 0 || bytes >= need) return {};
+  if (buf) {
+    if (ktune::detail::free_for_stream(buf, pool.stream, stream_ordered) != cudaSuccess) (void)cudaGetLastError();
+    buf = nullptr;
+    bytes = 0;
+  }
+  const std::size_t want = (need + granule - 1) / granule * granule;
+  void* p = nullptr;
+  if (ktune::detail::alloc_for_stream(&p, want, pool.stream, &stream_ordered) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return error(StatusCode::cuda_error, "cannot allocate " + std::to_string((want + (1u << 20) - 1) >> 20) + " MiB for " + what);
+  }
+  buf = p;
+  bytes = want;
+  return {};
+}
+
+// The same for the pinned host buffer (cudaFreeHost, too, synchronizes the device: outgrown ones retire).
+inline Status grow_host(ScratchPool& pool, std::size_t need, const char* purpose) {
+  if (pool.host_bytes >= need) return {};
+  const std::size_t want = (std::max(need, 2 * pool.host_bytes) + (1u << 20) - 1) / (1u << 20) * (1u << 20);
+  void* p = nullptr;
+  if (cudaHostAlloc(&p, want, cudaHostAllocDefault) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return error(StatusCode::cuda_error, "cannot allocate " + std::to_string(want >> 20) + " MiB of pinned host memory for " + purpose);
+  }
+  if (pool.host) pool.retired_host.push_back(pool.host);
+  pool.host = p;
+  pool.host_bytes = want;
+  return {};
+}
+
+inline Status ensure_events(ScratchPool& pool, std::size_t n) {
+  const std::size_t have = pool.events.size();
+  if (have >= n) return {};
+  pool.events.resize(n, nullptr);
+  for (std::size_t i = have; i < n; ++i)
+    if (Status s = cuda_status(cudaEventCreate(&pool.events[i]), "cudaEventCreate"); !s.ok()) {
+      pool.events.resize(i);
+      return s;
+    }
+  return {};
+}
+
+// Write the operand's pattern once (through the pinned buffer), then replicate it by doubling device copies.
+inline Status fill(ScratchPool& pool, Operand& o) {
+  const int es = size_of(o.type);
+  const std::size_t first = std::min(o.elements, o.pattern.size());
+  // Through the pinned buffer (at least one pattern period, see open()): a true async copy.
+  if (pool.host_bytes < first * static_cast<std::size_t>(es)) return error(StatusCode::internal, "pinned staging buffer too small");
+  for (std::size_t i = 0; i < first; ++i) host_fp::store(o.type, pool.host, i, o.pattern[i]);
+  auto* p = static_cast<char*>(o.ptr);
+  KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(p, pool.host, first * static_cast<std::size_t>(es), cudaMemcpyHostToDevice, pool.stream), "cudaMemcpyAsync"));
+  // The staging buffer is reused by the next operand: wait for this copy (on the pool's stream only).
+  KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(pool.stream), "cudaStreamSynchronize"));
+  std::size_t have = first;
+  while (have < o.elements) {
+    const std::size_t c = std::min(have, o.elements - have);
+    KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(p + have * es, p, c * es, cudaMemcpyDeviceToDevice, pool.stream), "cudaMemcpyAsync"));
+    have += c;
+  }
+  return {};
+}
+
+// Sampled output rows: stride (odd when > 1) so that at most max_elements of `cols`-wide rows are
+// compared, plus the last row when the stride skips it.
+struct SampledRows {
+  std::int64_t stride = 1, rows = 0;
+  bool extra_last = false;
+};
+inline SampledRows plan_sampled_rows(std::int64_t total_rows, std::int64_t cols, std::size_t max_elements) {
+  const std::int64_t max_rows = std::max<std::int64_t>(1, static_cast<std::int64_t>(max_elements) / std::max<std::int64_t>(1, cols));
+  std::int64_t s = std::max<std::int64_t>(1, (total_rows + max_rows - 1) / max_rows);
+  if (s > 1 && s % 2 == 0) ++s;
+  SampledRows r;
+  r.stride = s;
+  r.rows = (total_rows - 1) / s + 1;
+  r.extra_last = (total_rows - 1) % s != 0;
+  return r;
+}
+
+// Relative Frobenius error of `got` against `ref` (NaN when got has a NaN).
+inline double rel_error(const std::vector<double>& got, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double dlt = got[i] - ref[i];
+    num += dlt * dlt;
+    den += ref[i] * ref[i];
+  }
+  if (std::isnan(num)) return std::numeric_limits<double>::quiet_NaN();
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+// A reference candidate's host check: relative error on `samples` outputs of its sampled rows (`out`,
+// rows × cols) against exact(sampled row index, column).
+template <class Exact>
+double host_check_error(const std::vector<double>& out, int samples, std::size_t rows, std::int64_t cols, Exact&& exact) {
+  double num = 0, den = 0;
+  for (int t = 0; t < samples; ++t) {
+    const std::size_t rr = (static_cast<std::size_t>(t) * 7919u) % rows;
+    const std::int64_t j = static_cast<std::int64_t>((static_cast<std::uint64_t>(t) * 2654435761u + static_cast<std::uint64_t>(t) * t) % static_cast<std::uint64_t>(cols));
+    const double want = exact(rr, j);
+    const double got = out[rr * static_cast<std::size_t>(cols) + static_cast<std::size_t>(j)];
+    num += (got - want) * (got - want);
+    den += want * want;
+  }
+  return std::isnan(num) ? std::numeric_limits<double>::quiet_NaN() : den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+// The timing loop: batches of event → launch → event on the pool's stream (each repeat after a
+// memset of the flush buffer when `flush`), until next_step() stops; `est` is the validation run's
+// time (0: unknown), t0 when the measurement began.
+template <class Launch>
+Measurement time_repeats(ScratchPool& pool, bool flush, double est, const MeasureRequest& req, std::chrono::steady_clock::time_point t0,
+                         Launch&& launch) {
+  Measurement m;
+  if (est > req.max_launch_ms) {
+    m.ms = est;
+    m.repeats = 1;
+    m.exceeded_bound = true;
+    return m;
+  }
+  const int batch_max = std::max(1, req.repeats.batch);
+  if (Status s = ensure_events(pool, static_cast<std::size_t>(2 * batch_max)); !s.ok()) {
+    (void)(m.status = s);
+    return m;
+  }
+  std::vector<double> samples;
+  for (;;) {
+    int n = batch_max;
+    // A slow kernel under a tight budget: fewer repeats per batch (at least one).
+    if (est > 0 && req.budget_ms > 0) n = std::clamp(static_cast<int>(req.budget_ms / est), 1, batch_max);
+    for (int r = 0; r < n; ++r) {
+      if (flush && pool.flush)
+        if (Status s = cuda_status(cudaMemsetAsync(pool.flush, (r + static_cast<int>(samples.size())) & 0xff, pool.flush_bytes, pool.stream), "L2 flush"); !s.ok()) {
+          (void)(m.status = s);
+          return m;
+        }
+      cudaEventRecord(pool.events[static_cast<std::size_t>(2 * r)], pool.stream);
+      if (Status s = launch(pool.stream); !s.ok()) {
+        (void)(m.status = s);
+        return m;
+      }
+      cudaEventRecord(pool.events[static_cast<std::size_t>(2 * r + 1)], pool.stream);
+    }
+    if (Status s = cuda_status(cudaEventSynchronize(pool.events[static_cast<std::size_t>(2 * n - 1)]), "timing run"); !s.ok()) {
+      (void)(m.status = s);
+      return m;
+    }
+    for (int r = 0; r < n; ++r) {
+      float ms = 0;
+      if (Status s = cuda_status(cudaEventElapsedTime(&ms, pool.events[static_cast<std::size_t>(2 * r)], pool.events[static_cast<std::size_t>(2 * r + 1)]), "cudaEventElapsedTime"); !s.ok()) {
+        (void)(m.status = s);
+        return m;
+      }
+      samples.push_back(ms);
+      if (ms > req.max_launch_ms) {
+        m.ms = ms;
+        m.repeats = static_cast<int>(samples.size());
+        m.exceeded_bound = true;
+        return m;
+      }
+    }
+    const SampleStats st = stats_of(samples);
+    est = st.median;
+    const double spent = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const RepeatDecision dec = next_step(samples, req.repeats, spent, req.budget_ms, req.best_ms);
+    if (dec != RepeatDecision::more) {
+      m.ms = st.median;
+      m.repeats = st.n;
+      m.spread = st.rel_spread();
+      m.stop = dec;
+      return m;
+    }
+  }
+}
+
+}  // namespace detail
+
+class CudaSession : public TuningSession {
+ public:
+  CudaSession(CudaBackend::Pool& pool, const CudaBackendOptions& opt) : pool_(pool), hold_(pool), opt_(opt) {}
+
+  Status open(int device, const GemmDesc& desc, const GemmAlignment& al, std::span<const GemmKernelEntry* const> candidates) {
+    d_ = resolved(desc);
+    al_ = al;
+    KTUNE_RETURN_IF_ERROR(hold_.enter(device));
     KTUNE_RETURN_IF_ERROR(query_device(device, dev_));
 
     // References: most conservative first (narrowest vectors, smallest tile, name).
@@ -326,23 +558,21 @@ class CudaSession : public TuningSession {
     const std::size_t need = cursor + 256;
 
     // Sampled output rows: stride s (odd when > 1), plus the last row.
-    const std::int64_t max_rows = std::max<std::int64_t>(1, static_cast<std::int64_t>(opt_.max_validation_elements) / std::max<std::int64_t>(1, d_.n));
-    std::int64_t s = std::max<std::int64_t>(1, (d_.m + max_rows - 1) / max_rows);
-    if (s > 1 && s % 2 == 0) ++s;
-    sample_stride_ = s;
-    sample_rows_ = (d_.m - 1) / s + 1;
-    extra_last_row_ = (d_.m - 1) % s != 0;
+    const detail::SampledRows sampled = detail::plan_sampled_rows(d_.m, d_.n, opt_.max_validation_elements);
+    sample_stride_ = sampled.stride;
+    sample_rows_ = sampled.rows;
+    extra_last_row_ = sampled.extra_last;
     const std::size_t sample_elems = static_cast<std::size_t>((sample_rows_ + (extra_last_row_ ? 1 : 0)) * d_.n);
     const std::size_t host_need = sample_elems * static_cast<std::size_t>(ed);
 
     // Grow the pool.
     if (pool_.stream == nullptr)
       KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&pool_.stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"));
-    KTUNE_RETURN_IF_ERROR(grow_device(pool_.buf, pool_.bytes, pool_.buf_async, need, std::size_t{2} << 20, "tuning scratch"));
+    KTUNE_RETURN_IF_ERROR(detail::grow_device(pool_, pool_.buf, pool_.bytes, pool_.buf_async, need, std::size_t{2} << 20, "tuning scratch"));
     const std::size_t flush_need = opt_.flush_l2 ? static_cast<std::size_t>(std::max(dev_.l2_bytes, 1 << 20)) * 2 : 0;
-    KTUNE_RETURN_IF_ERROR(grow_device(pool_.flush, pool_.flush_bytes, pool_.flush_async, flush_need, std::size_t{1} << 20, "the L2 flush buffer"));
+    KTUNE_RETURN_IF_ERROR(detail::grow_device(pool_, pool_.flush, pool_.flush_bytes, pool_.flush_async, flush_need, std::size_t{1} << 20, "the L2 flush buffer"));
     // The pinned buffer also stages the input patterns (fill).
-    KTUNE_RETURN_IF_ERROR(grow_host(std::max(host_need, detail::pattern_period * sizeof(float))));
+    KTUNE_RETURN_IF_ERROR(detail::grow_host(pool_, std::max(host_need, detail::pattern_period * sizeof(float)), "tuning"));
     scratch_bytes_ = need + flush_need;
     auto* base = static_cast<char*>(pool_.buf);
     for (detail::Operand* o : {&a_, &b_, &c_, &bias_, &res_, &out_})
@@ -356,7 +586,7 @@ class CudaSession : public TuningSession {
 
     // Fill inputs: the pattern once, then doubling device copies.
     for (detail::Operand* o : {&a_, &b_, &c_, &bias_, &res_})
-      if (o->elements > 0) KTUNE_RETURN_IF_ERROR(fill(*o));
+      if (o->elements > 0) KTUNE_RETURN_IF_ERROR(detail::fill(pool_, *o));
     KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(pool_.stream), "filling tuning scratch"));
     return {};
   }
@@ -373,86 +603,22 @@ class CudaSession : public TuningSession {
     (void)(v.status = run_and_sample(*t.entry, t.launch, got, &ms));
     if (!v.status.ok()) return v;
     first_ms_[t.name] = ms;
-    v.rel_error = rel_error(got, ref_);
+    v.rel_error = detail::rel_error(got, ref_);
     return v;
   }
 
   Measurement measure(const GemmTactic& t, const MeasureRequest& req) override {
-    Measurement m;
     const GemmKernelEntry& e = *t.entry;
     const auto t0 = std::chrono::steady_clock::now();
     double est = 0;
     if (auto it = first_ms_.find(t.name); it != first_ms_.end()) est = it->second;
     if (Status s = bind_workspace(e, t.launch); !s.ok()) {
+      Measurement m;
       (void)(m.status = s);
       return m;
     }
-    if (est > req.max_launch_ms) {
-      m.ms = est;
-      m.repeats = 1;
-      m.exceeded_bound = true;
-      return m;
-    }
-    const int batch_max = std::max(1, req.repeats.batch);
-    if (pool_.events.size() < static_cast<std::size_t>(2 * batch_max)) {
-      const std::size_t have = pool_.events.size();
-      pool_.events.resize(static_cast<std::size_t>(2 * batch_max), nullptr);
-      for (std::size_t i = have; i < pool_.events.size(); ++i)
-        if (Status s = cuda_status(cudaEventCreate(&pool_.events[i]), "cudaEventCreate"); !s.ok()) {
-          pool_.events.resize(i);
-          (void)(m.status = s);
-          return m;
-        }
-    }
-    std::vector<double> samples;
-    const GemmLaunchOptions& lo = t.launch;
-    for (;;) {
-      int n = batch_max;
-      // A slow kernel under a tight budget: fewer repeats per batch (at least one).
-      if (est > 0 && req.budget_ms > 0) n = std::clamp(static_cast<int>(req.budget_ms / est), 1, batch_max);
-      for (int r = 0; r < n; ++r) {
-        if (pool_.flush)
-          if (Status s = cuda_status(cudaMemsetAsync(pool_.flush, (r + static_cast<int>(samples.size())) & 0xff, pool_.flush_bytes, pool_.stream), "L2 flush"); !s.ok()) {
-            (void)(m.status = s);
-            return m;
-          }
-        cudaEventRecord(pool_.events[static_cast<std::size_t>(2 * r)], pool_.stream);
-        if (Status s = e.launch(d_, ops_, lo, pool_.stream); !s.ok()) {
-          (void)(m.status = s);
-          return m;
-        }
-        cudaEventRecord(pool_.events[static_cast<std::size_t>(2 * r + 1)], pool_.stream);
-      }
-      if (Status s = cuda_status(cudaEventSynchronize(pool_.events[static_cast<std::size_t>(2 * n - 1)]), "timing run"); !s.ok()) {
-        (void)(m.status = s);
-        return m;
-      }
-      for (int r = 0; r < n; ++r) {
-        float ms = 0;
-        if (Status s = cuda_status(cudaEventElapsedTime(&ms, pool_.events[static_cast<std::size_t>(2 * r)], pool_.events[static_cast<std::size_t>(2 * r + 1)]), "cudaEventElapsedTime"); !s.ok()) {
-          (void)(m.status = s);
-          return m;
-        }
-        samples.push_back(ms);
-        if (ms > req.max_launch_ms) {
-          m.ms = ms;
-          m.repeats = static_cast<int>(samples.size());
-          m.exceeded_bound = true;
-          return m;
-        }
-      }
-      const SampleStats st = stats_of(samples);
-      est = st.median;
-      const double spent = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      const RepeatDecision dec = next_step(samples, req.repeats, spent, req.budget_ms, req.best_ms);
-      if (dec != RepeatDecision::more) {
-        m.ms = st.median;
-        m.repeats = st.n;
-        m.spread = st.rel_spread();
-        m.stop = dec;
-        return m;
-      }
-    }
+    return detail::time_repeats(pool_, opt_.flush_l2, est, req, t0,
+                                [&](cudaStream_t stream) { return e.launch(d_, ops_, t.launch, stream); });
   }
 
   std::size_t scratch_bytes() const override { return scratch_bytes_ + workspace_high_; }
@@ -468,11 +634,8 @@ class CudaSession : public TuningSession {
 
  private:
   CudaBackend::Pool& pool_;
-  std::unique_lock<std::mutex> lock_;
+  detail::SessionHold hold_;  // the pool's mutex, device and capture mode (see SessionHold)
   CudaBackendOptions opt_;
-  int device_ = -1, prev_device_ = -1;
-  bool mode_set_ = false;
-  cudaStreamCaptureMode prev_mode_ = cudaStreamCaptureModeRelaxed;
   DeviceInfo dev_;
   GemmDesc d_;
   GemmAlignment al_;
@@ -489,43 +652,6 @@ class CudaSession : public TuningSession {
   std::unordered_map<std::string, double> first_ms_;  // validation run's time, by tactic name
   std::size_t workspace_high_ = 0;
 
-  // Grow a device buffer of the pool to at least `need` bytes (rounded up to `granule`) in the order
-  // of the pool's stream, the only stream that uses it: the outgrown buffer is freed when the stream
-  // reaches this point, the new one allocated there (cudaFree would synchronize the whole device and
-  // so wait for other streams' work).
-  Status grow_device(void*& buf, std::size_t& bytes, bool& stream_ordered, std::size_t need, std::size_t granule, const char* what) {
-    if (need == 0 || bytes >= need) return {};
-    if (buf) {
-      if (ktune::detail::free_for_stream(buf, pool_.stream, stream_ordered) != cudaSuccess) (void)cudaGetLastError();
-      buf = nullptr;
-      bytes = 0;
-    }
-    const std::size_t want = (need + granule - 1) / granule * granule;
-    void* p = nullptr;
-    if (ktune::detail::alloc_for_stream(&p, want, pool_.stream, &stream_ordered) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return error(StatusCode::cuda_error, "cannot allocate " + std::to_string((want + (1u << 20) - 1) >> 20) + " MiB for " + what);
-    }
-    buf = p;
-    bytes = want;
-    return {};
-  }
-
-  // The same for the pinned host buffer (cudaFreeHost, too, synchronizes the device).
-  Status grow_host(std::size_t need) {
-    if (pool_.host_bytes >= need) return {};
-    const std::size_t want = (std::max(need, 2 * pool_.host_bytes) + (1u << 20) - 1) / (1u << 20) * (1u << 20);
-    void* p = nullptr;
-    if (cudaHostAlloc(&p, want, cudaHostAllocDefault) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return error(StatusCode::cuda_error, "cannot allocate " + std::to_string(want >> 20) + " MiB of pinned host memory for tuning");
-    }
-    if (pool_.host) pool_.retired_host.push_back(pool_.host);
-    pool_.host = p;
-    pool_.host_bytes = want;
-    return {};
-  }
-
   // Point ops_.workspace at enough pooled scratch for this tactic (none when it needs none).
   Status bind_workspace(const GemmKernelEntry& e, const GemmLaunchOptions& lo) {
     ops_.workspace = nullptr;
@@ -535,30 +661,10 @@ class CudaSession : public TuningSession {
     if (need > opt_.max_workspace_bytes)
       return error(StatusCode::unsupported, "needs " + std::to_string(need >> 20) + " MiB of workspace, over the tuning bound of " +
                                                 std::to_string(opt_.max_workspace_bytes >> 20) + " MiB");
-    KTUNE_RETURN_IF_ERROR(grow_device(pool_.work, pool_.work_bytes, pool_.work_async, need, std::size_t{1} << 20, "tuning workspace"));
+    KTUNE_RETURN_IF_ERROR(detail::grow_device(pool_, pool_.work, pool_.work_bytes, pool_.work_async, need, std::size_t{1} << 20, "tuning workspace"));
     workspace_high_ = std::max(workspace_high_, need);
     ops_.workspace = pool_.work;
     ops_.workspace_bytes = pool_.work_bytes;
-    return {};
-  }
-
-  Status fill(detail::Operand& o) {
-    const int es = size_of(o.type);
-    const std::size_t first = std::min(o.elements, o.pattern.size());
-    // Through the pinned buffer (at least one pattern period, see open()): a true async copy.
-    if (pool_.host_bytes < first * static_cast<std::size_t>(es)) return error(StatusCode::internal, "pinned staging buffer too small");
-    void* host = pool_.host;
-    for (std::size_t i = 0; i < first; ++i) host_fp::store(o.type, host, i, o.pattern[i]);
-    auto* p = static_cast<char*>(o.ptr);
-    KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(p, host, first * static_cast<std::size_t>(es), cudaMemcpyHostToDevice, pool_.stream), "cudaMemcpyAsync"));
-    // The staging buffer is reused by the next operand: wait for this copy (on the pool's stream only).
-    KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(pool_.stream), "cudaStreamSynchronize"));
-    std::size_t have = first;
-    while (have < o.elements) {
-      const std::size_t c = std::min(have, o.elements - have);
-      KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(p + have * es, p, c * es, cudaMemcpyDeviceToDevice, pool_.stream), "cudaMemcpyAsync"));
-      have += c;
-    }
     return {};
   }
 
@@ -567,10 +673,7 @@ class CudaSession : public TuningSession {
     const int ed = size_of(d_.d_type);
     KTUNE_RETURN_IF_ERROR(bind_workspace(e, lo));
     KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(out_.ptr, 0xff, out_.elements * static_cast<std::size_t>(ed), pool_.stream), "poisoning D"));
-    if (pool_.events.size() < 2) {
-      pool_.events.resize(2, nullptr);
-      for (auto& ev : pool_.events) KTUNE_RETURN_IF_ERROR(cuda_status(cudaEventCreate(&ev), "cudaEventCreate"));
-    }
+    KTUNE_RETURN_IF_ERROR(detail::ensure_events(pool_, 2));
     cudaEventRecord(pool_.events[0], pool_.stream);
     KTUNE_RETURN_IF_ERROR(e.launch(d_, ops_, lo, pool_.stream));
     cudaEventRecord(pool_.events[1], pool_.stream);
@@ -594,17 +697,6 @@ class CudaSession : public TuningSession {
     out.resize(n);
     for (std::size_t i = 0; i < n; ++i) out[i] = host_fp::load(d_.d_type, host, i);
     return {};
-  }
-
-  static double rel_error(const std::vector<double>& got, const std::vector<double>& ref) {
-    double num = 0, den = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      const double dlt = got[i] - ref[i];
-      num += dlt * dlt;
-      den += ref[i] * ref[i];
-    }
-    if (std::isnan(num)) return std::numeric_limits<double>::quiet_NaN();
-    return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
   }
 
   std::int64_t sampled_row(std::size_t r) const {
@@ -647,17 +739,8 @@ class CudaSession : public TuningSession {
         why += std::string(why.empty() ? "" : "; ") + std::string(r->name) + ": " + s.message();
         continue;
       }
-      const std::size_t rows = static_cast<std::size_t>(sample_rows_ + (extra_last_row_ ? 1 : 0));
-      double num = 0, den = 0;
-      for (int t = 0; t < samples; ++t) {
-        const std::size_t rr = (static_cast<std::size_t>(t) * 7919u) % rows;
-        const std::int64_t j = static_cast<std::int64_t>((static_cast<std::uint64_t>(t) * 2654435761u + static_cast<std::uint64_t>(t) * t) % static_cast<std::uint64_t>(d_.n));
-        const double want = host_value(sampled_row(rr), j);
-        const double got = out[rr * static_cast<std::size_t>(d_.n) + static_cast<std::size_t>(j)];
-        num += (got - want) * (got - want);
-        den += want * want;
-      }
-      const double err = std::isnan(num) ? std::numeric_limits<double>::quiet_NaN() : den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+      const double err = detail::host_check_error(out, samples, static_cast<std::size_t>(sample_rows_ + (extra_last_row_ ? 1 : 0)), d_.n,
+                                                  [&](std::size_t rr, std::int64_t j) { return host_value(sampled_row(rr), j); });
       if (err <= host_tol) {
         ref_ = std::move(out);
         ref_name_ = std::string(r->name);
