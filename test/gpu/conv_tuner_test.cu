@@ -15,6 +15,7 @@
 
 #include "conv_problem.hpp"
 #include "gpu/conv_util.cuh"
+#include "gpu/tuner_log.hpp"
 #include "ktune/tuner/conv_cuda_backend.hpp"
 #include "ktune/tuner/cuda_backend.hpp"
 #include "ktune/tuner/tuner.hpp"
@@ -24,31 +25,9 @@ using namespace ktune::tuner;
 
 namespace {
 
-struct Logged {
-  std::mutex mu;
-  std::vector<std::string> lines;
-  std::vector<TuningReport> reports;
-  std::string joined() {
-    std::lock_guard lock(mu);
-    std::string s;
-    for (const auto& l : lines) s += l + "\n";
-    return s;
-  }
-};
+using testing::Logged;
 
-TunerOptions conv_test_options(Logged& log) {
-  TunerOptions o;
-  o.log_level = LogLevel::verbose;
-  o.log_sink = [&log](LogLevel, std::string_view m) {
-    std::lock_guard lock(log.mu);
-    log.lines.emplace_back(m);
-  };
-  o.on_report = [&log](const TuningReport& r) {
-    std::lock_guard lock(log.mu);
-    log.reports.push_back(r);
-  };
-  return o;
-}
+TunerOptions conv_test_options(Logged& log) { return testing::logged_options(log); }
 
 std::unique_ptr<Tuner> conv_tuner(Logged& log) {
   return std::make_unique<Tuner>(std::make_shared<CudaBackend>(), &gemm_table(), conv_test_options(log),

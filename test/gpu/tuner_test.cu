@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpu/test_util.cuh"
+#include "gpu/tuner_log.hpp"
 #include "ktune/tuner/cuda_backend.hpp"
 #include "ktune/tuner/tuner.hpp"
 
@@ -21,33 +22,9 @@ using namespace ktune::tuner;
 
 namespace {
 
-struct Logged {
-  std::mutex mu;
-  std::vector<std::string> lines;
-  std::vector<TuningReport> reports;
-};
+using testing::Logged;
 
-TunerOptions test_options(Logged& log, std::string cache = {}) {
-  TunerOptions o;
-  o.log_level = LogLevel::verbose;
-  o.cache_path = std::move(cache);
-  o.log_sink = [&log](LogLevel, std::string_view m) {
-    std::lock_guard lock(log.mu);
-    log.lines.emplace_back(m);
-  };
-  o.on_report = [&log](const TuningReport& r) {
-    std::lock_guard lock(log.mu);
-    log.reports.push_back(r);
-  };
-  return o;
-}
-
-std::string joined(Logged& log) {
-  std::lock_guard lock(log.mu);
-  std::string s;
-  for (const auto& l : log.lines) s += l + "\n";
-  return s;
-}
+TunerOptions test_options(Logged& log, std::string cache = {}) { return testing::logged_options(log, std::move(cache)); }
 
 bool have(MathOp m, Layout la, Layout lb) {
   for (const auto& e : gemm_table().entries())
@@ -120,7 +97,7 @@ TEST_CASE("tuner GPU: tuning leaves the caller's buffers untouched and the tuned
   CHECK(r.scratch_bytes > 0);
   CHECK(r.count(TacticStatus::failed_validation) == 0);
   CHECK(r.count(TacticStatus::failed_launch) == 0);
-  MESSAGE(joined(log));
+  MESSAGE(log.joined());
   // The winning tactic (instance and launch options, with a workspace when it needs one) on the
   // caller's real arguments.
   const Status run = ktune::detail::launch_with_workspace(*t->entry, p.desc, p.ops(), t->launch, stream);
@@ -191,7 +168,7 @@ TEST_CASE("tuner GPU: candidates with wrong output fail validation and are never
     }
   CHECK(broken_defaults == 2);
   CHECK(broken >= 2);
-  MESSAGE(joined(log));
+  MESSAGE(log.joined());
 }
 
 TEST_CASE("tuner GPU: a call made while capturing a graph never benchmarks; tune_pending() tunes it later") {

@@ -441,6 +441,32 @@ double host_check_error(const std::vector<double>& out, int samples, std::size_t
   return std::isnan(num) ? std::numeric_limits<double>::quiet_NaN() : den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
+// Try the reference candidates in order: the first whose sampled output (run(entry, out)) passes its host
+// check (check(out) ≤ host_tol) becomes `ref`; else an error naming each one's failure.
+template <class Entry, class Run, class Check>
+Status choose_reference(const std::vector<const Entry*>& refs, double host_tol, Run&& run, Check&& check, std::vector<double>& ref,
+                        std::string& ref_name, const char* what) {
+  std::string why;
+  for (const Entry* r : refs) {
+    std::vector<double> out;
+    Status s = run(*r, out);
+    if (!s.ok()) {
+      why += std::string(why.empty() ? "" : "; ") + std::string(r->name) + ": " + s.message();
+      continue;
+    }
+    const double err = check(out);
+    if (err <= host_tol) {
+      ref = std::move(out);
+      ref_name = std::string(r->name);
+      return {};
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.2e", err);
+    why += std::string(why.empty() ? "" : "; ") + std::string(r->name) + " differs from the host check by " + buf;
+  }
+  return error(StatusCode::internal, "no trustworthy " + std::string(what) + " output (" + why + ")");
+}
+
 // The timing loop: batches of event → launch → event on the pool's stream (each repeat after a
 // memset of the flush buffer when `flush`), until next_step() stops; `est` is the validation run's
 // time (0: unknown), t0 when the measurement began.
@@ -730,27 +756,17 @@ class CudaSession : public TuningSession {
                             : math == MathOp::mma_tf32                                                      ? 1e-3
                                                                                                              : 1e-4;
     const int samples = static_cast<int>(std::clamp<std::int64_t>((std::int64_t{1} << 22) / std::max<std::int64_t>(1, d_.k), 8, 64));
-    std::string why;
-    for (const GemmKernelEntry* r : refs_) {
-      std::vector<double> out;
-      double ms = 0;
-      Status s = run_and_sample(*r, GemmLaunchOptions{}, out, &ms);
-      if (!s.ok()) {
-        why += std::string(why.empty() ? "" : "; ") + std::string(r->name) + ": " + s.message();
-        continue;
-      }
-      const double err = detail::host_check_error(out, samples, static_cast<std::size_t>(sample_rows_ + (extra_last_row_ ? 1 : 0)), d_.n,
-                                                  [&](std::size_t rr, std::int64_t j) { return host_value(sampled_row(rr), j); });
-      if (err <= host_tol) {
-        ref_ = std::move(out);
-        ref_name_ = std::string(r->name);
-        return {};
-      }
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.2e", err);
-      why += std::string(why.empty() ? "" : "; ") + std::string(r->name) + " differs from the host check by " + buf;
-    }
-    return error(StatusCode::internal, "no trustworthy reference output (" + why + ")");
+    return detail::choose_reference(
+        refs_, host_tol,
+        [&](const GemmKernelEntry& r, std::vector<double>& out) {
+          double ms = 0;
+          return run_and_sample(r, GemmLaunchOptions{}, out, &ms);
+        },
+        [&](const std::vector<double>& out) {
+          return detail::host_check_error(out, samples, static_cast<std::size_t>(sample_rows_ + (extra_last_row_ ? 1 : 0)), d_.n,
+                                          [&](std::size_t rr, std::int64_t j) { return host_value(sampled_row(rr), j); });
+        },
+        ref_, ref_name_, "reference");
   }
 };
 

@@ -776,16 +776,39 @@ class Tuner {
     });
   }
 
-  std::shared_ptr<Slot> slot_for(DeviceContext& ctx, const ProblemKey& key) {
+  std::shared_ptr<Slot> slot_for(DeviceContext& ctx, const ProblemKey& key) { return find_or_add_slot(ctx, ctx.slots, key); }
+
+  // The key's slot in one of the context's maps (GEMM or conv), added on first use.
+  template <class Map, class Key>
+  static typename Map::mapped_type find_or_add_slot(DeviceContext& ctx, Map& slots, const Key& key) {
     {
       std::shared_lock lock(ctx.mu);
-      auto it = ctx.slots.find(key);
-      if (it != ctx.slots.end()) return it->second;
+      auto it = slots.find(key);
+      if (it != slots.end()) return it->second;
     }
     std::unique_lock lock(ctx.mu);
-    auto& s = ctx.slots[key];
-    if (!s) s = std::make_shared<Slot>();
+    auto& s = slots[key];
+    if (!s) s = std::make_shared<typename Map::mapped_type::element_type>();
     return s;
+  }
+
+  // Pin a tactic chosen without measuring (from the cache, or the heuristic's) and publish its report.
+  template <class SlotT, class Tactic>
+  void pin_unmeasured(SlotT& slot, const Tactic* t, TuningReport r, Clock::time_point t0, const TunerOptions& opt) {
+    slot.source = r.source;
+    slot.winner.store(t, std::memory_order_release);
+    r.winner = t->name;
+    r.tuning_ms = ms_since(t0);
+    publish(r, opt);
+  }
+
+  // Remember a key met during a capture for tune_pending(); false when it is already remembered.
+  template <class P>
+  bool remember_pending(std::vector<P>& list, P item) {
+    std::lock_guard lock(pending_mu_);
+    const bool known = std::any_of(list.begin(), list.end(), [&](const P& p) { return p.device == item.device && p.key == item.key; });
+    if (!known) list.push_back(std::move(item));
+    return !known;
   }
 
   // The cache's tactic for this key on this device, if its instance is in the table and accepts the
@@ -881,15 +904,11 @@ class Tuner {
     if (opt.policy != Policy::heuristic) {
       double ms = 0;
       if (const GemmTactic* e = from_cache(*ctx, key, d, al, &ms)) {
-        slot->source = Source::cache;
-        slot->winner.store(e, std::memory_order_release);
         from_cache_.fetch_add(1, std::memory_order_relaxed);
         TuningReport r = base_report(*ctx, key, Source::cache);
-        r.winner = e->name;
         r.winner_ms = ms;
         r.winner_tflops = tflops_of(2.0 * double(d.m) * double(d.n) * double(d.k), ms);
-        r.tuning_ms = ms_since(t0);
-        publish(r, opt);
+        pin_unmeasured(*slot, e, std::move(r), t0, opt);
         out = e;
         return {};
       }
@@ -898,14 +917,10 @@ class Tuner {
       std::vector<const GemmKernelEntry*> ranked = ranked_candidates(d, al, ctx->info, opt.cost_model);
       if (ranked.empty()) return no_candidates_error(d, al);
       const GemmTactic* t = intern(ranked.front(), GemmLaunchOptions{});
-      slot->source = Source::heuristic;
-      slot->winner.store(t, std::memory_order_release);
       heuristic_.fetch_add(1, std::memory_order_relaxed);
       TuningReport r = base_report(*ctx, key, Source::heuristic);
-      r.winner = t->name;
-      r.tuning_ms = ms_since(t0);
       r.note = "policy " + std::string(to_string(opt.policy));
-      publish(r, opt);
+      pin_unmeasured(*slot, t, std::move(r), t0, opt);
       out = t;
       return {};
     }
@@ -921,17 +936,7 @@ class Tuner {
     if (ranked.empty()) return no_candidates_error(d, al);
     out = intern(ranked.front(), GemmLaunchOptions{});
     if (!remember) return {};
-    bool added = false;
-    {
-      std::lock_guard lock(pending_mu_);
-      const bool known = std::any_of(pending_.begin(), pending_.end(),
-                                     [&](const Pending& p) { return p.device == ctx.ordinal && p.key == key; });
-      if (!known) {
-        pending_.push_back(Pending{ctx.ordinal, key, d, al});
-        added = true;
-      }
-    }
-    if (added) {
+    if (remember_pending(pending_, Pending{ctx.ordinal, key, d, al})) {
       heuristic_.fetch_add(1, std::memory_order_relaxed);
       TuningReport r = base_report(ctx, key, Source::deferred);
       r.winner = out->name;
@@ -1122,17 +1127,7 @@ class Tuner {
 
   // ---- Conv2d: the slow path ----------------------------------------------------------------------------
 
-  std::shared_ptr<ConvSlot> conv_slot_for(DeviceContext& ctx, const ConvKey& key) {
-    {
-      std::shared_lock lock(ctx.mu);
-      auto it = ctx.conv_slots.find(key);
-      if (it != ctx.conv_slots.end()) return it->second;
-    }
-    std::unique_lock lock(ctx.mu);
-    auto& s = ctx.conv_slots[key];
-    if (!s) s = std::make_shared<ConvSlot>();
-    return s;
-  }
+  std::shared_ptr<ConvSlot> conv_slot_for(DeviceContext& ctx, const ConvKey& key) { return find_or_add_slot(ctx, ctx.conv_slots, key); }
 
   TuningReport base_conv_report(const DeviceContext& ctx, const ConvKey& key, Source src) const {
     TuningReport r;
@@ -1219,15 +1214,11 @@ class Tuner {
     if (opt.policy != Policy::heuristic) {
       double ms = 0;
       if (const ConvTactic* e = from_conv_cache(*ctx, key, d, al, &ms)) {
-        slot->source = Source::cache;
-        slot->winner.store(e, std::memory_order_release);
         from_cache_.fetch_add(1, std::memory_order_relaxed);
         TuningReport r = base_conv_report(*ctx, key, Source::cache);
-        r.winner = e->name;
         r.winner_ms = ms;
         r.winner_tflops = tflops_of(conv_flops(key), ms);
-        r.tuning_ms = ms_since(t0);
-        publish(r, opt);
+        pin_unmeasured(*slot, e, std::move(r), t0, opt);
         out = e;
         return {};
       }
@@ -1236,14 +1227,10 @@ class Tuner {
       const std::vector<const ConvKernelEntry*> ranked = ranked_conv_candidates(d, al, ctx->info);
       if (ranked.empty()) return no_conv_candidates_error(d, al, ctx->info);
       const ConvTactic* t = intern_conv(ranked.front(), ConvLaunchOptions{});
-      slot->source = Source::heuristic;
-      slot->winner.store(t, std::memory_order_release);
       heuristic_.fetch_add(1, std::memory_order_relaxed);
       TuningReport r = base_conv_report(*ctx, key, Source::heuristic);
-      r.winner = t->name;
-      r.tuning_ms = ms_since(t0);
       r.note = opt.policy != Policy::tune ? "policy " + std::string(to_string(opt.policy)) : std::string("no conv measuring backend");
-      publish(r, opt);
+      pin_unmeasured(*slot, t, std::move(r), t0, opt);
       out = t;
       return {};
     }
@@ -1259,17 +1246,7 @@ class Tuner {
     if (ranked.empty()) return no_conv_candidates_error(d, al, ctx.info);
     out = intern_conv(ranked.front(), ConvLaunchOptions{});
     if (!remember) return {};
-    bool added = false;
-    {
-      std::lock_guard lock(pending_mu_);
-      const bool known = std::any_of(conv_pending_.begin(), conv_pending_.end(),
-                                     [&](const ConvPending& p) { return p.device == ctx.ordinal && p.key == key; });
-      if (!known) {
-        conv_pending_.push_back(ConvPending{ctx.ordinal, key, d, al});
-        added = true;
-      }
-    }
-    if (added) {
+    if (remember_pending(conv_pending_, ConvPending{ctx.ordinal, key, d, al})) {
       heuristic_.fetch_add(1, std::memory_order_relaxed);
       TuningReport r = base_conv_report(ctx, key, Source::deferred);
       r.winner = out->name;
