@@ -181,19 +181,9 @@ class CudaConvSession : public ConvTuningSession {
   }
 
   Validation validate(const ConvTactic& t) override {
-    Validation v;
-    if (ref_.empty() && ref_status_.ok()) (void)(ref_status_ = make_reference());
-    if (!ref_status_.ok()) {
-      (void)(v.status = ref_status_);
-      return v;
-    }
-    std::vector<double> got;
-    double ms = 0;
-    (void)(v.status = run_and_sample(*t.entry, t.launch, got, &ms));
-    if (!v.status.ok()) return v;
-    first_ms_[t.name] = ms;
-    v.rel_error = detail::rel_error(got, ref_);
-    return v;
+    return detail::validate_against(
+        ref_, ref_status_, [&] { return make_reference(); },
+        [&](std::vector<double>& got, double* ms) { return run_and_sample(*t.entry, t.launch, got, ms); }, first_ms_, t.name);
   }
 
   Measurement measure(const ConvTactic& t, const MeasureRequest& req) override {

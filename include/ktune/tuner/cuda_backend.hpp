@@ -441,6 +441,26 @@ double host_check_error(const std::vector<double>& out, int samples, std::size_t
   return std::isnan(num) ? std::numeric_limits<double>::quiet_NaN() : den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
+// A candidate's validation: the reference made on first use (make_ref), then the candidate's sampled
+// output (run(out, &ms)) compared with it; the run's time is kept in first_ms[name] as the first estimate.
+template <class MakeRef, class Run>
+Validation validate_against(std::vector<double>& ref, Status& ref_status, MakeRef&& make_ref, Run&& run,
+                            std::unordered_map<std::string, double>& first_ms, const std::string& name) {
+  Validation v;
+  if (ref.empty() && ref_status.ok()) (void)(ref_status = make_ref());
+  if (!ref_status.ok()) {
+    (void)(v.status = ref_status);
+    return v;
+  }
+  std::vector<double> got;
+  double ms = 0;
+  (void)(v.status = run(got, &ms));
+  if (!v.status.ok()) return v;
+  first_ms[name] = ms;
+  v.rel_error = rel_error(got, ref);
+  return v;
+}
+
 // Try the reference candidates in order: the first whose sampled output (run(entry, out)) passes its host
 // check (check(out) ≤ host_tol) becomes `ref`; else an error naming each one's failure.
 template <class Entry, class Run, class Check>
@@ -618,19 +638,9 @@ class CudaSession : public TuningSession {
   }
 
   Validation validate(const GemmTactic& t) override {
-    Validation v;
-    if (ref_.empty() && ref_status_.ok()) (void)(ref_status_ = make_reference());
-    if (!ref_status_.ok()) {
-      (void)(v.status = ref_status_);
-      return v;
-    }
-    std::vector<double> got;
-    double ms = 0;
-    (void)(v.status = run_and_sample(*t.entry, t.launch, got, &ms));
-    if (!v.status.ok()) return v;
-    first_ms_[t.name] = ms;
-    v.rel_error = detail::rel_error(got, ref_);
-    return v;
+    return detail::validate_against(
+        ref_, ref_status_, [&] { return make_reference(); },
+        [&](std::vector<double>& got, double* ms) { return run_and_sample(*t.entry, t.launch, got, ms); }, first_ms_, t.name);
   }
 
   Measurement measure(const GemmTactic& t, const MeasureRequest& req) override {
