@@ -1104,23 +1104,11 @@ class Tuner {
                                    : "could not prepare tuning (" + session_status.message() + "); using the cost model's choice";
       heuristic_.fetch_add(1, std::memory_order_relaxed);
     }
-    sort_records(r.records);
-    r.tuning_ms = ms_since(t0);
-    slot.source = r.source;
-    slot.winner.store(winner, std::memory_order_release);
+    CacheEntry ce;
+    ce.key = key;
+    ce.id = ctx.id;
+    pin_measured(slot, winner, r, t0, opt, std::move(ce));
     out = winner;
-    publish(r, opt);
-
-    if (r.source == Source::tuned) {
-      CacheEntry ce;
-      ce.key = key;
-      ce.id = ctx.id;
-      ce.instance = std::string(winner->entry->name);
-      ce.launch = launch_suffix(winner->launch);
-      ce.ms = r.winner_ms;
-      ce.tflops = r.winner_tflops;
-      persist(ce, opt);
-    }
     if (report_out) *report_out = std::move(r);
     return {};
   }
@@ -1289,26 +1277,31 @@ class Tuner {
                                    : "could not prepare tuning (" + session_status.message() + "); using the heuristic choice";
       heuristic_.fetch_add(1, std::memory_order_relaxed);
     }
+    CacheEntry ce;
+    ce.key.op = OpKind::conv2d;
+    ce.conv = key;
+    ce.id = ctx.conv_id;
+    pin_measured(slot, winner, r, t0, opt, std::move(ce));
+    out = winner;
+    if (report_out) *report_out = std::move(r);
+    return {};
+  }
+
+  // Pin the winner of a tuning (or its fallback), publish the report and, when it was tuned, cache it
+  // (`ce` holds the key and the device identity).
+  template <class SlotT, class Tactic>
+  void pin_measured(SlotT& slot, const Tactic* winner, TuningReport& r, Clock::time_point t0, const TunerOptions& opt, CacheEntry ce) {
     sort_records(r.records);
     r.tuning_ms = ms_since(t0);
     slot.source = r.source;
     slot.winner.store(winner, std::memory_order_release);
-    out = winner;
     publish(r, opt);
-
-    if (r.source == Source::tuned) {
-      CacheEntry ce;
-      ce.key.op = OpKind::conv2d;
-      ce.conv = key;
-      ce.id = ctx.conv_id;
-      ce.instance = std::string(winner->entry->name);
-      ce.launch = launch_suffix(winner->launch);
-      ce.ms = r.winner_ms;
-      ce.tflops = r.winner_tflops;
-      persist(ce, opt);
-    }
-    if (report_out) *report_out = std::move(r);
-    return {};
+    if (r.source != Source::tuned) return;
+    ce.instance = std::string(winner->entry->name);
+    ce.launch = launch_suffix(winner->launch);
+    ce.ms = r.winner_ms;
+    ce.tflops = r.winner_tflops;
+    persist(ce, opt);
   }
 
   // Add a newly tuned entry to the in-memory cache; save when a path is set.
