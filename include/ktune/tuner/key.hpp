@@ -147,6 +147,26 @@ inline ProblemKey make_key(const GemmDesc& d, const GemmAlignment& al, MBucketin
   return k;
 }
 
+// An epilogue with these key flags and representative values: alpha 1.5 / beta 0.5 when the flags
+// ask for them, clamp [-4, 4] (GEMM and conv keys).
+inline EpilogueSpec representative_epilogue(std::uint8_t flags, Activation act) {
+  EpilogueSpec e;
+  if (flags & epi::alpha) e.alpha = 1.5f;
+  if (flags & epi::beta) {
+    e.alpha = 1.5f;
+    e.beta = 0.5f;
+  }
+  e.bias = (flags & epi::bias) != 0;
+  e.residual = (flags & epi::residual) != 0;
+  e.clamp = (flags & epi::clamp) != 0;
+  if (e.clamp) {
+    e.clamp_lo = -4.0f;
+    e.clamp_hi = 4.0f;
+  }
+  e.activation = act;
+  return e;
+}
+
 // A problem description that has this key (used to re-check cache entries with can_implement, to
 // tune pending keys and to pre-tune offline). Epilogue values are representative: alpha 1.5 /
 // beta 0.5 when the flags ask for them, clamp [-4, 4].
@@ -160,20 +180,7 @@ inline GemmDesc desc_of(const ProblemKey& k) {
   d.a_layout = k.a_layout;
   d.b_layout = k.b_layout;
   d.compute = k.math == MathOp::mma_tf32 ? Compute::tf32 : Compute::f32;
-  EpilogueSpec& e = d.epilogue;
-  if (k.epi_flags & epi::alpha) e.alpha = 1.5f;
-  if (k.epi_flags & epi::beta) {
-    e.alpha = 1.5f;
-    e.beta = 0.5f;
-  }
-  e.bias = (k.epi_flags & epi::bias) != 0;
-  e.residual = (k.epi_flags & epi::residual) != 0;
-  e.clamp = (k.epi_flags & epi::clamp) != 0;
-  if (e.clamp) {
-    e.clamp_lo = -4.0f;
-    e.clamp_hi = 4.0f;
-  }
-  e.activation = k.activation;
+  d.epilogue = representative_epilogue(k.epi_flags, k.activation);
   return resolved(d);
 }
 
@@ -327,20 +334,7 @@ inline Conv2dDesc conv_desc_of(const ConvKey& k) {
   d.dil_w = k.dil_w;
   d.type = k.x_type;
   d.out_type = k.y_type;
-  EpilogueSpec& e = d.epilogue;
-  if (k.epi_flags & epi::alpha) e.alpha = 1.5f;
-  if (k.epi_flags & epi::beta) {
-    e.alpha = 1.5f;
-    e.beta = 0.5f;
-  }
-  e.bias = (k.epi_flags & epi::bias) != 0;
-  e.residual = (k.epi_flags & epi::residual) != 0;
-  e.clamp = (k.epi_flags & epi::clamp) != 0;
-  if (e.clamp) {
-    e.clamp_lo = -4.0f;
-    e.clamp_hi = 4.0f;
-  }
-  e.activation = k.activation;
+  d.epilogue = representative_epilogue(k.epi_flags, k.activation);
   return d;
 }
 
