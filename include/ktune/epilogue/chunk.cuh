@@ -48,4 +48,18 @@ __device__ __forceinline__ Vec4<T> load_vec4(const T* src, int n, bool vector) {
   return v;
 }
 
+// dst[0..n) = x converted to T (n ≤ 4): one vector store when `vector` (the caller checked alignment)
+// and n == 4, else scalar stores.
+template <class T>
+__device__ __forceinline__ void store_vec4(T* dst, const float (&x)[4], int n, bool vector) {
+  if (n == 4 && vector) {
+    Vec4<T> out;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out.e[i] = from_float<T>(x[i]);
+    *reinterpret_cast<Vec4<T>*>(dst) = out;
+  } else {
+    for (int i = 0; i < n; ++i) dst[i] = from_float<T>(x[i]);
+  }
+}
+
 }  // namespace ktune::epilogue

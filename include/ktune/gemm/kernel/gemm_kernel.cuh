@@ -14,6 +14,7 @@
 #include "ktune/device.hpp"
 #include "ktune/dispatch.hpp"
 #include "ktune/epilogue/builtin.cuh"
+#include "ktune/epilogue/chunk.cuh"
 #include "ktune/gemm/kernel/mma_sm80.cuh"
 #include "ktune/gemm/kernel/params.cuh"
 #include "ktune/gemm/kernel/schedule.cuh"
@@ -91,20 +92,6 @@ __device__ __forceinline__ void apply_epilogue(const typename Epi::Params& ep, D
   }
 }
 
-// dst[0..n) = x converted to TOut: one vector store when n == 4 and vec4 (the host checked alignment).
-template <class TOut>
-__device__ __forceinline__ void store4(TOut* dst, const float (&x)[4], int n, bool vec4) {
-  if (n == 4 && vec4) {
-    struct alignas(4 * sizeof(TOut)) Vec4 { TOut e[4]; };
-    Vec4 out;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) out.e[i] = epilogue::from_float<TOut>(x[i]);
-    *reinterpret_cast<Vec4*>(dst) = out;
-  } else {
-    for (int i = 0; i < n; ++i) dst[i] = epilogue::from_float<TOut>(x[i]);
-  }
-}
-
 // D[row, col..col+3] = epilogue(x), D of type p.d_type.
 template <class Epi>
 __device__ __forceinline__ void epilogue_store(const GemmParams<typename Epi::Params>& p, int row, int col, int n,
@@ -112,9 +99,9 @@ __device__ __forceinline__ void epilogue_store(const GemmParams<typename Epi::Pa
   apply_epilogue<Epi>(p.ep, p.d_type, row, col, x, n);
   const std::int64_t at = static_cast<std::int64_t>(row) * p.ldd + col;
   switch (p.d_type) {
-    case DType::f16: store4(static_cast<__half*>(p.d) + at, x, n, p.d_vec4); break;
-    case DType::bf16: store4(static_cast<__nv_bfloat16*>(p.d) + at, x, n, p.d_vec4); break;
-    default: store4(static_cast<float*>(p.d) + at, x, n, p.d_vec4); break;
+    case DType::f16: epilogue::store_vec4(static_cast<__half*>(p.d) + at, x, n, p.d_vec4); break;
+    case DType::bf16: epilogue::store_vec4(static_cast<__nv_bfloat16*>(p.d) + at, x, n, p.d_vec4); break;
+    default: epilogue::store_vec4(static_cast<float*>(p.d) + at, x, n, p.d_vec4); break;
   }
 }
 
@@ -185,7 +172,7 @@ __device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params
       float x[4];
       *reinterpret_cast<float4*>(x) = *reinterpret_cast<const float4*>(stage + r * stride + c);
       if constexpr (Mode == TileStore::partial)  // partial_ld % 4 == 0: vector stores
-        store4(p.partials + slice * p.partial_slice + static_cast<std::int64_t>(row) * p.partial_ld + col, x, n, true);
+        epilogue::store_vec4(p.partials + slice * p.partial_slice + static_cast<std::int64_t>(row) * p.partial_ld + col, x, n, true);
       else
         epilogue_store<Epi>(p, row, col, n, x);
     }
