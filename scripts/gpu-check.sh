@@ -6,6 +6,7 @@
 #   4. run each benchmark briefly, if any were built
 #   5. report the compiler's resource usage of every instance (cuobjdump --dump-resource-usage)
 #   6. install to build-gpu/prefix, build examples/consumer against it with find_package, run it
+#   7. Markdown tables and PNG charts of 3 and 4 (scripts/plot_results.py; tables only without matplotlib)
 # then print a summary table. Every step runs even when an earlier one failed; the exit code is
 # non-zero when any step failed.
 #
@@ -164,6 +165,26 @@ if [ "$configured" = 1 ] && [ -f "$ROOT/examples/consumer/CMakeLists.txt" ]; the
     run_step "consumer: run" 6-consumer.log 60 "$BUILD/consumer/ktune_consumer"
   line=$(grep -E ' max \|error\|' "$LOGS/6-consumer.log" | tail -n 1)
   [ -n "$line" ] && note "$line"
+fi
+
+# ---- 7. tables and charts of this run (scripts/plot_results.py) ---------------------------------------
+if command -v python3 >/dev/null 2>&1 && python3 -c 'import sys; sys.exit(sys.version_info < (3, 8))' 2>/dev/null; then
+  plots=()
+  [ -s "$LOGS/3-profile.csv" ] && plots+=("$LOGS/3-profile.csv")
+  for j in "$LOGS"/4-*.json; do [ -s "$j" ] && plots+=("$j"); done
+  if [ "${#plots[@]}" -gt 0 ]; then
+    png=()
+    python3 -c 'import matplotlib' 2>/dev/null || png=(--no-png)  # tables only without matplotlib
+    commit=$(sed -n 's/^KTUNE_GIT_COMMIT:STRING=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
+    [ -n "$commit" ] || commit=$(git -C "$ROOT" rev-parse --short=7 HEAD 2>/dev/null || echo unknown)
+    gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+    run_step "tables and charts" 7-charts.log 300 python3 "$ROOT/scripts/plot_results.py" "${png[@]}" \
+      --charts summary,heatmap --gpu "${gpu_name:-unknown GPU}" --commit "$commit" \
+      --date "$(date -u '+%Y-%m-%d %H:%M UTC')" -o "$LOGS/charts" "${plots[@]}"
+    note "Markdown tables and PNG charts of this run: $LOGS/charts/"
+  fi
+else
+  SUMMARY+=("$(printf '%-26s %-16s' "tables and charts" 'no python3 >= 3.8')")
 fi
 
 # ---- summary ----------------------------------------------------------------------------------------
