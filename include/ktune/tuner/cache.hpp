@@ -101,6 +101,18 @@ inline std::string header_line() {
   return json::ObjectWriter().str("format", cache_format_name).integer("version", cache_format_version).finish();
 }
 
+// The fields every entry line ends with, GEMM or conv: the tactic, its time and the build it was tuned by.
+inline std::string finish_line(json::ObjectWriter& w, const CacheEntry& e) {
+  w.str("instance", e.instance);
+  if (!e.launch.empty()) w.str("launch", e.launch);
+  return w.number("ms", e.ms)
+      .number("tflops", e.tflops)
+      .str("device", e.id.device)
+      .str("ktune", e.id.version)
+      .str("families", e.id.families)
+      .finish();
+}
+
 inline std::string conv_to_line(const CacheEntry& e) {
   const ConvKey& k = e.conv;
   json::ObjectWriter w;
@@ -125,15 +137,8 @@ inline std::string conv_to_line(const CacheEntry& e) {
       .integer("dil_w", k.dil_w)
       .integer("align_x", k.align_x)
       .integer("align_w", k.align_w)
-      .integer("align_y", k.align_y)
-      .str("instance", e.instance);
-  if (!e.launch.empty()) w.str("launch", e.launch);
-  return w.number("ms", e.ms)
-      .number("tflops", e.tflops)
-      .str("device", e.id.device)
-      .str("ktune", e.id.version)
-      .str("families", e.id.families)
-      .finish();
+      .integer("align_y", k.align_y);
+  return finish_line(w, e);
 }
 
 inline std::string to_line(const CacheEntry& e) {
@@ -155,15 +160,8 @@ inline std::string to_line(const CacheEntry& e) {
       .str("m_bucket", to_string(k.m_bucketing))
       .integer("align_a", k.align_a)
       .integer("align_b", k.align_b)
-      .integer("align_d", k.align_d)
-      .str("instance", e.instance);
-  if (!e.launch.empty()) w.str("launch", e.launch);
-  return w.number("ms", e.ms)
-      .number("tflops", e.tflops)
-      .str("device", e.id.device)
-      .str("ktune", e.id.version)
-      .str("families", e.id.families)
-      .finish();
+      .integer("align_d", k.align_d);
+  return finish_line(w, e);
 }
 
 namespace detail {
