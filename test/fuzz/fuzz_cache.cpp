@@ -110,20 +110,7 @@ void check_entry(const CacheEntry& e) {
   KTUNE_FUZZ_CHECK(pow2(k.align_a) && pow2(k.align_b) && pow2(k.align_d), line);
   KTUNE_FUZZ_CHECK(k.align_a * size_of(k.ab_type) <= 16 && k.align_b * size_of(k.ab_type) <= 16 &&
                        k.align_d * size_of(k.d_type) <= 16, line);
-  KTUNE_FUZZ_CHECK(!e.instance.empty() && e.instance.size() <= 200, line);
-  for (char c : e.instance)  // the cache's own name alphabet ('+': repack routes, route_repack+<instance>)
-    KTUNE_FUZZ_CHECK((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-                         c == '-' || c == '+',
-                     line);
-  KTUNE_FUZZ_CHECK(std::isfinite(e.ms) && e.ms > 0 && e.ms <= 1e7, line);
-  KTUNE_FUZZ_CHECK(std::isfinite(e.tflops) && e.tflops >= 0, line);
-  KTUNE_FUZZ_CHECK(printable(e.id.device, 512) && printable(e.id.version, 64) && printable(e.id.families, 64), line);
-  // Its own line reads back to the same entry, bit for bit.
-  CacheEntry back;
-  std::string why;
-  KTUNE_FUZZ_CHECK(parse_entry_line(line, back, why), line + ": " + why);
-  KTUNE_FUZZ_CHECK(back.key == e.key && back.id == e.id && back.instance == e.instance && back.ms == e.ms &&
-                       back.tflops == e.tflops, line);
+  check_common(e, line);
 }
 
 void check_parse(const CacheParseResult& r) {
