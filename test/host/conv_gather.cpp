@@ -48,6 +48,7 @@ static inline void __pipeline_wait_prior(int) {}
 #include "ktune/conv/families.hpp"
 #include "ktune/conv/kernel/iterator.cuh"
 #include "ktune/conv/problem.hpp"
+#include "conv_problem.hpp"
 
 using namespace ktune;
 using ktune::kernel::ConvAIterator;
@@ -57,24 +58,11 @@ namespace {
 
 using Elem = std::uint16_t;  // stands in for __half / __nv_bfloat16: the loader only moves bits
 
+// The gather does not depend on K: every problem has 8 output channels.
 Conv2dDesc problem(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c, std::int64_t r, std::int64_t s,
                    std::int64_t pad_h, std::int64_t pad_w, std::int64_t stride_h = 1, std::int64_t stride_w = 1,
                    std::int64_t dil_h = 1, std::int64_t dil_w = 1) {
-  Conv2dDesc d;
-  d.n = n;
-  d.h = h;
-  d.w = w;
-  d.c = c;
-  d.k = 8;
-  d.r = r;
-  d.s = s;
-  d.pad_h = pad_h;
-  d.pad_w = pad_w;
-  d.stride_h = stride_h;
-  d.stride_w = stride_w;
-  d.dil_h = dil_h;
-  d.dil_w = dil_w;
-  return d;
+  return test::conv_problem(n, h, w, c, 8, r, s, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w);
 }
 
 const std::vector<Conv2dDesc>& problems() {
