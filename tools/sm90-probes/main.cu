@@ -3,12 +3,16 @@
 // cuBLASLt on the same data in the same process, the way ktune-profile times (CUDA-graph replays between
 // events, buffer sets rotated past the L2, median of the repeats). The probes exist only in this binary.
 //
-//   ktune-sm90-probes [--dtype bf16|f16|tf32] [--gemm MxNxK] [--filter TEXT]... [--repeats N] [--small]
+//   ktune-sm90-probes [--dtype bf16|f16|tf32] [--gemm MxNxK] [--filter TEXT]... [--cluster 1,2]
+//                     [--raster 8,16] [--repeats N] [--ms MS] [--no-f64] [--small]
 //
 // Every instance whose name contains one of the filters (default: every sm90 instance of the precision)
-// runs once on NaN-poisoned D and is compared with cuBLASLt's output and with a float64-accumulating
-// reference GEMM, then timed. --small: 264x392x200, one checked launch per instance on 2 CTAs, no
-// timing (for compute-sanitizer: each CTA walks several tiles, partial ones included, the ring wraps).
+// runs once per launch variant (cluster size × raster group) on NaN-poisoned D and is compared with
+// cuBLASLt's output (and with a float64-accumulating reference GEMM unless --no-f64), then timed.
+// cuBLASLt is timed again before every instance, and each ratio is against that neighbouring timing
+// (clocks drift by several % over a run). --small: 264x392x200, one checked launch per instance on 2 CTAs,
+// no timing (for compute-sanitizer: each CTA walks several tiles, partial ones included, the ring wraps).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -25,7 +29,11 @@ struct Args {
   Precision precision = Precision::bf16;
   std::int64_t m = 4096, n = 4096, k = 4096;
   std::vector<std::string> filters;
+  std::vector<int> clusters{1};
+  std::vector<int> rasters{8};
   int repeats = 5;
+  double ms_per_repeat = 10.0;
+  bool f64 = true;
   bool small = false;
 };
 
@@ -38,11 +46,31 @@ bool parse_shape(const char* s, Args& a) {
   return true;
 }
 
+// "1,2" -> {1, 2}; every value in [lo, hi].
+bool parse_list(const char* s, int lo, int hi, std::vector<int>& out) {
+  out.clear();
+  std::string t(s);
+  std::size_t pos = 0;
+  while (pos <= t.size()) {
+    const std::size_t end = std::min(t.find(',', pos), t.size());
+    const int v = std::atoi(t.substr(pos, end - pos).c_str());
+    if (v < lo || v > hi) return false;
+    out.push_back(v);
+    pos = end + 1;
+  }
+  return !out.empty();
+}
+
 int usage() {
   std::fprintf(stderr, "usage: ktune-sm90-probes [--dtype bf16|f16|tf32] [--gemm MxNxK] [--filter TEXT]... "
-                       "[--repeats N] [--small]\n");
+                       "[--cluster 1,2] [--raster 8,16] [--repeats N] [--ms MS] [--no-f64] [--small]\n");
   return 2;
 }
+
+struct Best {
+  std::string name;
+  double ms = 0.0, ratio = 0.0;
+};
 
 Status run(const Args& a, int& failures) {
   DeviceInfo dev;
@@ -59,29 +87,35 @@ Status run(const Args& a, int& failures) {
   KTUNE_RETURN_IF_ERROR(cublas.make_plan(spec, nullptr, plan));
   const GemmOperands o0 = data.ops(0);
   KTUNE_RETURN_IF_ERROR(cublas.run(*plan, o0.a, o0.b, data.ref(), s));
-  KTUNE_RETURN_IF_ERROR(data.compute_ref32(s));
   ErrorStats cublas_err;
-  KTUNE_RETURN_IF_ERROR(data.ref_vs_ref32(s, cublas_err));
+  if (a.f64) {
+    KTUNE_RETURN_IF_ERROR(data.compute_ref32(s));
+    KTUNE_RETURN_IF_ERROR(data.ref_vs_ref32(s, cublas_err));
+  }
 
   TimingOptions topt;
   topt.repeats = a.repeats;
-  topt.target_ms_per_repeat = 10.0;
-  Timing tc;
-  if (!a.small)
-    KTUNE_RETURN_IF_ERROR(time_launches(
+  topt.target_ms_per_repeat = a.ms_per_repeat;
+  auto time_cublas = [&](Timing& t) {
+    return time_launches(
         [&](int i, cudaStream_t st) {
           const GemmOperands o = data.ops(i);
           return cublas.run(*plan, o.a, o.b, o.d, st);
         },
-        s, topt, tc));
-  std::printf("%s on %s (%d SMs): %d buffer set(s), median of %d repeats\n", spec.name().c_str(), dev.name.c_str(),
-              dev.sm_count, data.sets(), a.repeats);
-  std::printf("  %-62s %8s %8s %10s %10s %7s\n", "instance", "ms", "TF/s", "err/cuBLAS", "err/f64", "x cuBLAS");
-  std::printf("  %-62s %8.4f %8.1f %10s %10.2e %7s\n", "cuBLASLt", tc.median_ms, tflops(spec.flops(), tc.median_ms), "-",
+        s, topt, t);
+  };
+  Timing tc;
+  if (!a.small) KTUNE_RETURN_IF_ERROR(time_cublas(tc));
+  std::printf("%s on %s (%d SMs): %d buffer set(s), median of %d repeats, ~%.0f ms each\n", spec.name().c_str(),
+              dev.name.c_str(), dev.sm_count, data.sets(), a.repeats, a.ms_per_repeat);
+  std::printf("  %-70s %8s %8s %10s %10s %7s\n", "instance@launch", "ms", "TF/s", "err/cuBLAS", "err/f64", "x cuBLAS");
+  std::printf("  %-70s %8.4f %8.1f %10s %10.2e %7s\n", "cuBLASLt", tc.median_ms, tflops(spec.flops(), tc.median_ms), "-",
               cublas_err.rel, "1.00");
 
   const GemmDesc d = data.desc();
   const std::string prefix = "ktune_gemm_sm90_wgmma_" + std::string(to_string(a.precision)) + "_tn_";
+  std::vector<double> cublas_ms{tc.median_ms};
+  Best best;
   for (const GemmKernelEntry& e : gemm_table().entries()) {
     const std::string name(e.name);
     bool match = a.filters.empty() ? name.rfind(prefix, 0) == 0 : false;
@@ -89,27 +123,54 @@ Status run(const Args& a, int& failures) {
     if (!match) continue;
     const Status can = can_implement(e, d, alignment_of(d, o0), &dev);
     if (!can.ok()) continue;
-    KTUNE_RETURN_IF_ERROR(data.poison(0, s));
-    // --small: two CTAs walk all tiles (ping-pong consumers alternate, the ring wraps across tiles).
-    GemmLaunchOptions lo;
-    if (a.small) lo.max_ctas = 2;
-    const Status launched = e.launch(d, o0, lo, s);
-    const cudaError_t synced = cudaStreamSynchronize(s);
-    ErrorStats err, err64;
-    if (launched.ok() && synced == cudaSuccess) {
-      KTUNE_RETURN_IF_ERROR(data.error_vs_ref(o0.d, s, err));
-      KTUNE_RETURN_IF_ERROR(data.error_vs_ref32(o0.d, s, err64));
+    // cuBLASLt again right before this instance: its ratios compare neighbouring timings.
+    Timing tn;
+    if (!a.small && cublas_ms.size() > 1) KTUNE_RETURN_IF_ERROR(time_cublas(tn));
+    const double ref_ms = a.small ? 0.0 : (cublas_ms.size() > 1 ? tn.median_ms : tc.median_ms);
+    cublas_ms.push_back(ref_ms);
+    if (!a.small && cublas_ms.size() > 2)
+      std::printf("  %-70s %8.4f %8.1f\n", "cuBLASLt (again)", ref_ms, tflops(spec.flops(), ref_ms));
+    for (const int cl : a.clusters) {
+      for (const int rg : a.rasters) {
+        GemmLaunchOptions lo;
+        lo.cluster = cl;
+        lo.raster_group = rg;
+        std::string label = name;
+        if (cl != 1) label += "@cl" + std::to_string(cl);
+        if (rg != 8) label += "@rg" + std::to_string(rg);
+        KTUNE_RETURN_IF_ERROR(data.poison(0, s));
+        // --small: two CTAs walk all tiles (ping-pong consumers alternate, the ring wraps across tiles).
+        GemmLaunchOptions check = lo;
+        if (a.small) check.max_ctas = 2 * cl;
+        const Status launched = e.launch(d, o0, check, s);
+        const cudaError_t synced = cudaStreamSynchronize(s);
+        ErrorStats err, err64;
+        if (launched.ok() && synced == cudaSuccess) {
+          KTUNE_RETURN_IF_ERROR(data.error_vs_ref(o0.d, s, err));
+          if (a.f64) KTUNE_RETURN_IF_ERROR(data.error_vs_ref32(o0.d, s, err64));
+        }
+        const bool pass = launched.ok() && synced == cudaSuccess && err.passes(spec.tol());
+        failures += pass ? 0 : 1;
+        Timing t;
+        if (pass && !a.small)
+          KTUNE_RETURN_IF_ERROR(time_launches(
+              [&](int i, cudaStream_t st) { return e.launch(d, data.ops(i), lo, st); }, s, topt, t));
+        const double ratio = ref_ms / t.median_ms;
+        std::printf("%c %-70s %8.4f %8.1f %10.2e %10.2e %7.3f%s%s\n", pass ? ' ' : '!', label.c_str(), t.median_ms,
+                    tflops(spec.flops(), t.median_ms), err.rel, err64.rel, ratio, pass ? "" : "  FAIL ",
+                    launched.ok() ? "" : launched.message().c_str());
+        if (synced != cudaSuccess) return cuda_status(synced, "instance run");
+        if (pass && !a.small && ratio > best.ratio) best = Best{label, t.median_ms, ratio};
+      }
     }
-    const bool pass = launched.ok() && synced == cudaSuccess && err.passes(spec.tol());
-    failures += pass ? 0 : 1;
-    Timing t;
-    if (pass && !a.small)
-      KTUNE_RETURN_IF_ERROR(time_launches(
-          [&](int i, cudaStream_t st) { return e.launch(d, data.ops(i), GemmLaunchOptions{}, st); }, s, topt, t));
-    std::printf("%c %-62s %8.4f %8.1f %10.2e %10.2e %7.3f%s%s\n", pass ? ' ' : '!', name.c_str(), t.median_ms,
-                tflops(spec.flops(), t.median_ms), err.rel, err64.rel, tc.median_ms / t.median_ms,
-                pass ? "" : "  FAIL ", launched.ok() ? "" : launched.message().c_str());
-    if (synced != cudaSuccess) return cuda_status(synced, "instance run");
+  }
+  if (!a.small && !best.name.empty()) {
+    std::vector<double> c = cublas_ms;
+    std::sort(c.begin(), c.end());
+    std::printf("best %s %.4f ms %.1f TF/s = %.3fx its neighbouring cuBLASLt; cuBLASLt over the run %.4f..%.4f ms "
+                "(median %.4f)\n",
+                best.name.c_str(), best.ms, tflops(spec.flops(), best.ms), best.ratio, c.front(), c.back(),
+                c[c.size() / 2]);
   }
   (void)cudaStreamDestroy(s);
   return {};
@@ -134,9 +195,20 @@ int main(int argc, char** argv) {
       const char* v = value();
       if (!v) return usage();
       a.filters.emplace_back(v);
+    } else if (arg == "--cluster") {
+      const char* v = value();
+      if (!v || !parse_list(v, 1, 2, a.clusters)) return usage();
+    } else if (arg == "--raster") {
+      const char* v = value();
+      if (!v || !parse_list(v, 1, max_raster_group, a.rasters)) return usage();
     } else if (arg == "--repeats") {
       const char* v = value();
       if (!v || (a.repeats = std::atoi(v)) < 1) return usage();
+    } else if (arg == "--ms") {
+      const char* v = value();
+      if (!v || (a.ms_per_repeat = std::atof(v)) <= 0.0) return usage();
+    } else if (arg == "--no-f64") {
+      a.f64 = false;
     } else if (arg == "--small") {
       a.small = true;
       a.m = 264;

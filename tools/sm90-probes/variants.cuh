@@ -40,3 +40,14 @@ constexpr GemmConfig tn(MathOp m, TileShape t, WarpShape w, int stages, int alig
 }
 
 }  // namespace ktune::probes
+
+// Registers one probe instance at static initialisation (one per translation unit: probe_*.cu).
+#define KTUNE_SM90_PROBE(name, ...)                                                \
+  namespace {                                                                     \
+  [[maybe_unused]] const bool ktune_probe_registered = [] {                       \
+    using namespace ::ktune;                                                      \
+    using namespace ::ktune::probes;                                              \
+    add_variant<__VA_ARGS__>(name);                                               \
+    return true;                                                                  \
+  }();                                                                            \
+  }
