@@ -134,6 +134,194 @@ inline std::optional<Conv2dDesc> parse_conv_line(std::string_view line, DType de
   return d;
 }
 
+// ---- ktune-profile's conv problems ---------------------------------------------------------------------
+//
+// A conv problem on the command line (`ktune-profile --conv SPEC`) and in its shapes files:
+//
+//   NxHxWxC,KxRxS[,stride=S][,pad=P][,dil=D]      e.g. 32x56x56x64,64x3x3   32x224x224x4,64x7x7,stride=2
+//
+// S, P and D are one value for both dimensions or "VHxVW"; defaults: stride 1, dilation 1, padding
+// dil·⌊R/2⌋ × dil·⌊S/2⌋ ("same" for odd filters, as the line form above). The line form
+// "N H W C K R S [stride [pad]]" is accepted too. Sizes only: the element type and the epilogue come
+// from the caller (--dtype, --epilogue; a shapes-file line's own fields).
+
+inline constexpr std::string_view conv_spec_syntax =
+    "NxHxWxC,KxRxS[,stride=S][,pad=P][,dil=D] (S, P, D: one value or HxW), or 'N H W C K R S [stride [pad]]'";
+
+namespace detail {
+
+// "V" or "VHxVW" → two values in [lo, 2^31]; false on anything else.
+inline bool parse_conv_pair(std::string_view s, std::int64_t lo, std::int64_t& a, std::int64_t& b) {
+  std::int64_t v[2] = {0, 0};
+  int i = 0;
+  std::size_t digits = 0;
+  for (char ch : s) {
+    if (ch >= '0' && ch <= '9') {
+      if (++digits > 10) return false;
+      v[i] = v[i] * 10 + (ch - '0');
+    } else if ((ch == 'x' || ch == 'X') && digits > 0 && i == 0) {
+      ++i;
+      digits = 0;
+    } else {
+      return false;
+    }
+  }
+  if (digits == 0) return false;
+  if (i == 0) v[1] = v[0];
+  for (std::int64_t x : v)
+    if (x < lo || x > (std::int64_t{1} << 31)) return false;
+  a = v[0];
+  b = v[1];
+  return true;
+}
+
+// "AxBxC..." with exactly `count` positive values (each ≤ 2^31).
+inline bool parse_conv_dims(std::string_view s, int count, std::int64_t* out) {
+  int i = 0;
+  std::size_t digits = 0;
+  for (int j = 0; j < count; ++j) out[j] = 0;
+  for (char ch : s) {
+    if (ch >= '0' && ch <= '9') {
+      if (++digits > 10) return false;
+      out[i] = out[i] * 10 + (ch - '0');
+    } else if ((ch == 'x' || ch == 'X') && digits > 0 && i + 1 < count) {
+      ++i;
+      digits = 0;
+    } else {
+      return false;
+    }
+  }
+  if (i + 1 != count || digits == 0) return false;
+  for (int j = 0; j < count; ++j)
+    if (out[j] <= 0 || out[j] > (std::int64_t{1} << 31)) return false;
+  return true;
+}
+
+inline std::string conv_pair_text(std::int64_t a, std::int64_t b) {
+  return a == b ? std::to_string(a) : std::to_string(a) + "x" + std::to_string(b);
+}
+
+}  // namespace detail
+
+// The conv problem `text` stands for (SPEC or the line form), with element type `type` (x, w, y and
+// bias) and epilogue `epilogue`; false with `why` saying what is wrong (also for a problem validate()
+// rejects: an empty output, too large sizes).
+inline bool parse_conv_spec(std::string_view text, DType type, const EpilogueSpec& epilogue, Conv2dDesc& out, std::string& why) {
+  why.clear();
+  auto trim = [](std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+    return s;
+  };
+  text = trim(text);
+  std::int64_t nhwc[4] = {}, krs[3] = {};
+  std::int64_t stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, pad_h = -1, pad_w = -1;
+  if (text.find_first_of(" \t") != std::string_view::npos) {
+    // The line form: 7 to 9 numbers.
+    std::vector<std::int64_t> v;
+    std::istringstream in{std::string(text)};
+    for (std::string tok; in >> tok;) {
+      std::int64_t x = 0;
+      const auto [end, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), x);
+      if (ec != std::errc{} || end != tok.data() + tok.size() || x < 0 || x > (std::int64_t{1} << 31)) {
+        why = "'" + tok + "' is not a size; expected " + std::string(conv_spec_syntax);
+        return false;
+      }
+      v.push_back(x);
+    }
+    if (v.size() < 7 || v.size() > 9) {
+      why = "expected 'N H W C K R S [stride [pad]]' (7 to 9 numbers), got " + std::to_string(v.size()) + " numbers";
+      return false;
+    }
+    for (int i = 0; i < 4; ++i) nhwc[i] = v[i];
+    for (int i = 0; i < 3; ++i) krs[i] = v[4 + i];
+    if (v.size() > 7) stride_h = stride_w = v[7];
+    if (v.size() > 8) pad_h = pad_w = v[8];
+  } else {
+    std::vector<std::string_view> parts;
+    for (std::size_t pos = 0;;) {
+      const std::size_t comma = text.find(',', pos);
+      parts.push_back(text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
+      if (comma == std::string_view::npos) break;
+      pos = comma + 1;
+    }
+    if (parts.size() < 2 || !detail::parse_conv_dims(parts[0], 4, nhwc)) {
+      why = "bad conv problem '" + std::string(text) + "': expected " + std::string(conv_spec_syntax) +
+            ", e.g. 32x56x56x64,64x3x3";
+      return false;
+    }
+    if (!detail::parse_conv_dims(parts[1], 3, krs)) {
+      why = "bad filter '" + std::string(parts[1]) + "' in '" + std::string(text) + "': expected KxRxS (output channels x filter height x width), e.g. 64x3x3";
+      return false;
+    }
+    bool seen[3] = {false, false, false};
+    for (std::size_t i = 2; i < parts.size(); ++i) {
+      const std::string_view t = parts[i];
+      const std::size_t eq = t.find('=');
+      const std::string_view name = t.substr(0, eq), value = eq == std::string_view::npos ? std::string_view() : t.substr(eq + 1);
+      const int which = name == "stride" ? 0 : name == "pad" ? 1 : name == "dil" ? 2 : -1;
+      if (which < 0 || eq == std::string_view::npos) {
+        why = "unknown option '" + std::string(t) + "' in '" + std::string(text) + "' (stride=S, pad=P, dil=D)";
+        return false;
+      }
+      if (seen[which]) {
+        why = std::string(name) + "= given twice in '" + std::string(text) + "'";
+        return false;
+      }
+      seen[which] = true;
+      std::int64_t& a = which == 0 ? stride_h : which == 1 ? pad_h : dil_h;
+      std::int64_t& b = which == 0 ? stride_w : which == 1 ? pad_w : dil_w;
+      if (!detail::parse_conv_pair(value, which == 1 ? 0 : 1, a, b)) {
+        why = "bad " + std::string(t) + ": expected one " + (which == 1 ? "non-negative" : "positive") +
+              " value or two as HxW, e.g. " + std::string(name) + "=2 or " + std::string(name) + "=2x1";
+        return false;
+      }
+    }
+  }
+  if (pad_h < 0) {
+    pad_h = dil_h * (krs[1] / 2);
+    pad_w = dil_w * (krs[2] / 2);
+  }
+  Conv2dDesc d = conv_problem(nhwc[0], nhwc[1], nhwc[2], nhwc[3], krs[0], krs[1], krs[2], stride_h, pad_h, pad_w, type);
+  d.stride_w = stride_w;
+  d.dil_h = dil_h;
+  d.dil_w = dil_w;
+  d.epilogue = epilogue;
+  if (const Status st = validate(d, placeholder_conv_operands()); !st.ok()) {
+    why = "conv problem '" + std::string(text) + "': " + st.message();
+    return false;
+  }
+  out = d;
+  return true;
+}
+
+// The SPEC text of a problem: "32x56x56x64,64x3x3" plus ",stride=", ",pad=", ",dil=" where they differ
+// from the defaults. parse_conv_spec of it gives the same sizes.
+inline std::string conv_spec_text(const Conv2dDesc& d) {
+  std::string s = std::to_string(d.n) + "x" + std::to_string(d.h) + "x" + std::to_string(d.w) + "x" + std::to_string(d.c) + "," +
+                  std::to_string(d.k) + "x" + std::to_string(d.r) + "x" + std::to_string(d.s);
+  if (d.stride_h != 1 || d.stride_w != 1) s += ",stride=" + detail::conv_pair_text(d.stride_h, d.stride_w);
+  if (d.pad_h != d.dil_h * (d.r / 2) || d.pad_w != d.dil_w * (d.s / 2)) s += ",pad=" + detail::conv_pair_text(d.pad_h, d.pad_w);
+  if (d.dil_h != 1 || d.dil_w != 1) s += ",dil=" + detail::conv_pair_text(d.dil_h, d.dil_w);
+  return s;
+}
+
+// ktune-profile's name of a conv problem, a valid shapes-file line: "conv f16 32x56x56x64,64x3x3 bias_relu"
+// (+ " out=f32" when the output type differs). The epilogue is its tag (EpilogueSpec::tag()).
+inline std::string conv_problem_name(const Conv2dDesc& d) {
+  std::string s = "conv " + std::string(to_string(d.type)) + " " + conv_spec_text(d) + " " + d.epilogue.tag();
+  if (d.out_type != d.type) s += " out=" + std::string(to_string(d.out_type));
+  return s;
+}
+
+// ktune-profile's built-in conv problems (its main job, after the GEMM defaults): three ResNet-50
+// layers at N = 32, f16, bias + ReLU, one per conv route: a 1x1 (the sm90 GEMM route), a 3x3 (TMA
+// im2col / mma.sync) and the C = 4 stem (few-channels gather).
+inline std::vector<Conv2dDesc> default_conv_problems() {
+  return {conv_problem(32, ConvLayer{56, 256, 64, 1, 1, 0, 0}, DType::f16), conv_problem(32, ConvLayer{28, 128, 128, 3, 1, 0, 0}, DType::f16),
+          conv_problem(32, resnet50_layers().front(), DType::f16)};
+}
+
 // Every problem of a shapes file; false with `why` = "<origin>:<line>: <reason>" at the first bad line.
 inline bool read_conv_shapes(std::istream& in, std::string_view origin, DType default_type, std::vector<Conv2dDesc>& out,
                              std::string& why) {

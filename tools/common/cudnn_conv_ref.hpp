@@ -3,6 +3,8 @@
 //   fused    cudnnConvolutionBiasActivationForward with IMPLICIT_PRECOMP_GEMM (the only algorithm it
 //            accepts with ReLU)
 //   unfused  cudnnConvolutionForward (cuDNN's own _v7 choice) + cudnnAddTensor + cudnnActivationForward
+// and of the plain convolution (identity epilogue): cudnnConvolutionForward alone ("unfused"; there is
+// no fused call for it, fused_status says so).
 // Every cuDNN and CUDA return code becomes a ktune::Status; nothing here aborts. Host code only (no
 // kernels); include it where cudnn.h is available (KTUNE_HAVE_CUDNN).
 #pragma once
@@ -47,7 +49,7 @@ class CudnnConvRef {
     // What each reference runs, for benchmark labels.
     std::string fused_label() const { return "cudnnConvolutionBiasActivationForward, " + bias_kind + " bias"; }
     std::string unfused_label() const {
-      return "cudnnConvolutionForward algo " + std::to_string(int(unfused_algo)) + " + AddTensor + Activation";
+      return "cudnnConvolutionForward algo " + std::to_string(int(unfused_algo)) + (conv_only ? "" : " + AddTensor + Activation");
     }
 
     Owned<cudnnTensorDescriptor_t> xd{nullptr, cudnnDestroyTensorDescriptor}, yd{nullptr, cudnnDestroyTensorDescriptor},
@@ -61,6 +63,7 @@ class CudnnConvRef {
     const void* bias = nullptr;  // the caller's bias (output type) or bias_f32
     std::string bias_kind;
     Status fused_status;  // not ok: cudnnConvolutionBiasActivationForward refuses this problem
+    bool conv_only = false;  // identity epilogue: y = conv(x, w), the unfused call is the convolution alone
   };
 
   template <class H>
@@ -74,12 +77,17 @@ class CudnnConvRef {
   // Descriptors for `d` (groups 1, bias + ReLU epilogue, no residual), then one fused call on `o`
   // (writing o.y): some cuDNN versions take the bias only in fp32, so a failing first try with the
   // output-type bias is repeated with an fp32 copy of it. When neither runs, the plan still serves the
-  // unfused sequence and fused_status says why the fused call does not.
+  // unfused sequence and fused_status says why the fused call does not. With the identity epilogue
+  // (y = conv(x, w)) the plan has only the unfused call (the convolution), and nothing runs here.
   Status make_plan(const Conv2dDesc& d, const Conv2dOperands& o, cudaStream_t s, std::unique_ptr<Plan>& out) {
-    if (d.epilogue.residual || d.epilogue.activation != Activation::relu || !d.epilogue.bias || d.epilogue.beta != 0.0f ||
-        d.epilogue.alpha != 1.0f || d.epilogue.clamp || d.type != d.out_type)
-      return error(StatusCode::unsupported, "the cuDNN reference computes y = relu(conv(x, w) + bias) in one type only");
+    const EpilogueSpec& e = d.epilogue;
+    const bool plain = e.alpha == 1.0f && e.beta == 0.0f && !e.residual && !e.clamp && d.type == d.out_type;
+    const bool conv_only = plain && !e.bias && e.activation == Activation::none;
+    if (!conv_only && !(plain && e.bias && e.activation == Activation::relu))
+      return error(StatusCode::unsupported,
+                   "the cuDNN reference computes y = relu(conv(x, w) + bias) or y = conv(x, w), in one type only");
     auto p = std::make_unique<Plan>();
+    p->conv_only = conv_only;
     const ConvShape sh = conv_shape(d);
     const cudnnDataType_t t = d.type == DType::bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
     auto i32 = [](std::int64_t v) { return static_cast<int>(v); };
@@ -112,6 +120,11 @@ class CudnnConvRef {
         break;
       }
     KTUNE_RETURN_IF_ERROR(p->workspace.allocate(std::max(p->ws_fused, p->ws_unfused)));
+    if (conv_only) {
+      p->fused_status = error(StatusCode::unsupported, "identity epilogue: cuDNN's fused call needs a bias and an activation");
+      out = std::move(p);
+      return {};
+    }
 
     // The bias: the output type first, fp32 when cuDNN refuses it.
     KTUNE_TOOLS_CUDNN(cudnnSetTensor4dDescriptor(p->bd.get(), CUDNN_TENSOR_NHWC, t, 1, i32(d.k), 1, 1));
@@ -162,13 +175,15 @@ class CudnnConvRef {
     return {};
   }
 
-  // The same as three calls: the convolution, the bias added in place, ReLU in place.
+  // The same as three calls: the convolution, the bias added in place, ReLU in place (the convolution
+  // alone for a conv_only plan).
   Status run_unfused(const Plan& p, const Conv2dOperands& o, cudaStream_t s) {
     const float one = 1.0f, zero = 0.0f;
     KTUNE_TOOLS_CUDNN(cudnnSetStream(h(), s));
     cudnnTensorDescriptor_t yd = p.yd.get();
     KTUNE_TOOLS_CUDNN(cudnnConvolutionForward(h(), &one, p.xd.get(), o.x, p.wd.get(), o.w, p.cd.get(), p.unfused_algo,
                                               p.workspace.get(), p.ws_unfused, &zero, yd, o.y));
+    if (p.conv_only) return {};
     KTUNE_TOOLS_CUDNN(cudnnAddTensor(h(), &one, p.bd.get(), p.bias, &one, yd, o.y));
     KTUNE_TOOLS_CUDNN(cudnnActivationForward(h(), p.ad.get(), &one, yd, o.y, &zero, yd, o.y));
     return {};

@@ -17,6 +17,15 @@
 //   align=A/B/D  vector widths in elements that A, B and the outputs allow (the key's alignment class);
 //              default: packed leading dimensions and 256-byte aligned pointers (cudaMalloc)
 //
+// or, for a conv2d problem (fprop, NHWC x, KRSC w, NPQK y), a line that starts with `conv`:
+//
+//   conv <f16|bf16> <NxHxWxC,KxRxS[,stride=S][,pad=P][,dil=D]> [epilogue] [out=TYPE] [stride=S] [pad=P] [dil=D]
+//
+//   sizes      as ktune-profile --conv (tools/common/conv_presets.hpp: conv_spec_syntax), or the numbers
+//              "N H W C K R S [stride [pad]]"; stride=, pad= and dil= may also follow as fields of their own
+//   epilogue   identity (default) or a tag as above without ab/res (a conv tuning key's tag), e.g. bias_relu
+//   out=TYPE   element type of y and the bias (default: the operand type)
+//
 // '#' starts a comment (to the end of the line); blank lines are skipped. Lines with the same tuning
 // key as an earlier line are reported and tuned once.
 #pragma once
@@ -32,6 +41,7 @@
 #include <system_error>
 #include <vector>
 
+#include "conv_presets.hpp"
 #include "ktune/problem.hpp"
 #include "ktune/tuner/key.hpp"
 #include "problem_spec.hpp"
@@ -273,12 +283,107 @@ inline bool parse_shape_line(std::string_view text, ShapeProblem& out, std::stri
   return true;
 }
 
+// A conv line: `conv <type> <sizes> [epilogue] [out=TYPE] [stride=S] [pad=P] [dil=D]`.
+inline constexpr std::string_view conv_line_syntax =
+    "conv <f16|bf16> <NxHxWxC,KxRxS[,stride=S][,pad=P][,dil=D]> [epilogue] [out=TYPE]";
+
+struct ConvShapeProblem {
+  int line = 0;     // 1-based line of the shapes file; 0 when it came from the command line
+  Conv2dDesc desc;  // the epilogue holds representative values (tuner::representative_epilogue)
+
+  std::string name() const { return conv_problem_name(desc); }  // a valid conv line
+  // Packed tensors in cudaMalloc'd buffers: the widest alignment class these sizes allow.
+  ConvAlignment alignment() const { return alignment_of(desc, placeholder_conv_operands()); }
+  tuner::ConvKey key() const { return tuner::make_conv_key(desc, alignment()); }
+  double flops() const { return conv_flops(desc); }
+};
+
+// Parse one conv line (starting with the word `conv`); false with `why` on failure.
+inline bool parse_conv_shape_line(std::string_view text, ConvShapeProblem& out, std::string& why) {
+  using detail::squote;
+  const std::vector<std::string_view> tok = detail::split_ws(text);
+  if (tok.size() < 3 || tok[0] != "conv") {
+    why = "expected '" + std::string(conv_line_syntax) + "'";
+    return false;
+  }
+  const std::optional<DType> type = detail::parse_dtype(tok[1]);
+  if (!type || *type == DType::f32) {
+    why = "unknown conv precision " + squote(tok[1]) + " (f16, bf16)";
+    return false;
+  }
+  // The sizes: one SPEC field, or the line form's numbers ("N H W C K R S [stride [pad]]").
+  auto is_number = [](std::string_view t) { return !t.empty() && t.find_first_not_of("0123456789") == std::string_view::npos; };
+  std::string sizes(tok[2]);
+  std::size_t first_option = 3;
+  if (is_number(tok[2])) {
+    for (; first_option < tok.size() && is_number(tok[first_option]); ++first_option) sizes += " " + std::string(tok[first_option]);
+  }
+  std::optional<std::string_view> epilogue;
+  std::optional<DType> out_type;
+  std::uint8_t flags = 0;
+  Activation act = Activation::none;
+  for (std::size_t i = first_option; i < tok.size(); ++i) {
+    const std::string_view t = tok[i];
+    const std::size_t eq = t.find('=');
+    if (eq == std::string_view::npos) {
+      if (epilogue) {
+        why = "unexpected " + squote(t) + ": the epilogue is already " + squote(*epilogue) + " (one epilogue tag per line)";
+        return false;
+      }
+      if (!tuner::parse_epilogue_tag(t, flags, act) || (flags & (tuner::epi::beta | tuner::epi::residual)) != 0) {
+        why = "unknown conv epilogue " + squote(t) + " (identity, or [alpha][_bias][_relu|_gelu_tanh|_gelu_erf|_silu][_clamp], e.g. bias_relu)";
+        return false;
+      }
+      epilogue = t;
+      continue;
+    }
+    const std::string_view name = t.substr(0, eq), value = t.substr(eq + 1);
+    if (name == "out") {
+      if (out_type) {
+        why = "out= given twice";
+        return false;
+      }
+      out_type = detail::parse_dtype(value);
+      if (!out_type) {
+        why = "unknown output type " + squote(value) + " in " + squote(t) + " (f16, bf16, f32)";
+        return false;
+      }
+    } else if (name == "stride" || name == "pad" || name == "dil") {
+      if (is_number(tok[2])) {
+        why = squote(t) + ": the line form 'N H W C K R S [stride [pad]]' gives stride and pad as numbers (use the "
+              "NxHxWxC,KxRxS form for " + std::string(name) + "=)";
+        return false;
+      }
+      sizes += "," + std::string(t);  // parse_conv_spec checks them (and repeats)
+    } else if (name == "align") {
+      why = "align= is not supported on conv lines (the alignment class of packed tensors in cudaMalloc'd buffers is used)";
+      return false;
+    } else {
+      why = "unknown option " + squote(t) + " (out=TYPE, stride=S, pad=P, dil=D)";
+      return false;
+    }
+  }
+  Conv2dDesc d;
+  if (!parse_conv_spec(sizes, *type, tuner::representative_epilogue(flags, act), d, why)) return false;
+  d.out_type = out_type.value_or(*type);
+  if (const Status st = validate(d, placeholder_conv_operands()); !st.ok()) {
+    why = "conv problem '" + sizes + "': " + st.message();
+    return false;
+  }
+  ConvShapeProblem p;
+  p.line = out.line;
+  p.desc = d;
+  out = p;
+  return true;
+}
+
 struct ShapesFile {
   std::vector<ShapeProblem> problems;  // in file order, duplicates of an earlier key left out
+  std::vector<ConvShapeProblem> convs; // conv lines, likewise
   std::vector<std::string> errors;     // "origin:LINE: message", or "origin: message" for the whole file
   std::vector<std::string> warnings;   // e.g. a line repeating an earlier line's key
   std::size_t bad_lines = 0;           // errors that belong to a line
-  bool ok() const { return errors.empty() && !problems.empty(); }
+  bool ok() const { return errors.empty() && (!problems.empty() || !convs.empty()); }
 };
 
 // Parse a whole shapes file's text. `origin` (the path) prefixes every message. Every bad line is
@@ -288,6 +393,7 @@ inline ShapesFile parse_shapes_text(std::string_view text, std::string_view orig
   const std::string where(origin);
   if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // UTF-8 BOM
   std::vector<tuner::ProblemKey> keys;
+  std::vector<tuner::ConvKey> conv_keys;
   int lineno = 0;
   std::size_t pos = 0;
   while (pos < text.size()) {
@@ -303,9 +409,31 @@ inline ShapesFile parse_shapes_text(std::string_view text, std::string_view orig
       ++f.bad_lines;
       continue;
     }
+    std::string why;
+    if (const std::vector<std::string_view> tok = detail::split_ws(line); tok.front() == "conv") {
+      ConvShapeProblem c;
+      c.line = lineno;
+      if (!parse_conv_shape_line(line, c, why)) {
+        f.errors.push_back(where + ":" + std::to_string(lineno) + ": " + why);
+        ++f.bad_lines;
+        continue;
+      }
+      const tuner::ConvKey k = c.key();
+      bool dup = false;
+      for (std::size_t i = 0; i < conv_keys.size() && !dup; ++i) {
+        if (conv_keys[i] == k) {
+          f.warnings.push_back(where + ":" + std::to_string(lineno) + ": " + c.name() + " has the same tuning key as line " +
+                               std::to_string(f.convs[i].line) + "; tuned once");
+          dup = true;
+        }
+      }
+      if (dup) continue;
+      conv_keys.push_back(k);
+      f.convs.push_back(c);
+      continue;
+    }
     ShapeProblem p;
     p.line = lineno;
-    std::string why;
     if (!parse_shape_line(line, p, why)) {
       f.errors.push_back(where + ":" + std::to_string(lineno) + ": " + why);
       ++f.bad_lines;
@@ -324,8 +452,10 @@ inline ShapesFile parse_shapes_text(std::string_view text, std::string_view orig
     keys.push_back(k);
     f.problems.push_back(p);
   }
-  if (f.errors.empty() && f.problems.empty())
-    f.errors.push_back(where + ": no problem lines (every line is blank or a comment); expected lines like 'bf16 tn 4096x4096x4096'");
+  if (f.errors.empty() && f.problems.empty() && f.convs.empty())
+    f.errors.push_back(where +
+                       ": no problem lines (every line is blank or a comment); expected lines like 'bf16 tn 4096x4096x4096' "
+                       "or 'conv f16 32x56x56x64,64x3x3 bias_relu'");
   return f;
 }
 
