@@ -46,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "../tools/common/conv_data.hpp"
 #include "../tools/common/conv_presets.hpp"
 #include "bench_util.cuh"
 #include "ktune/conv.hpp"
@@ -73,60 +74,9 @@ struct Gpu : bench::GpuSession {
 };
 Gpu* g_gpu = nullptr;
 
-// One problem's data: buffer sets of x, w, y (several when one set would fit in twice the L2 cache),
-// the bias, and the reference output (cuDNN's fused output on set 0).
-class ConvData {
- public:
-  Status create(const Conv2dDesc& d, const DeviceInfo& dev, std::uint64_t seed, cudaStream_t s) {
-    desc_ = d;
-    const ConvShape sh = conv_shape(d);
-    const int eb = size_of(d.type), eo = size_of(d.out_type);
-    const double set_bytes = double(sh.x_elems + sh.w_elems) * eb + double(sh.y_elems) * eo;
-    const double l2 = dev.l2_bytes > 0 ? dev.l2_bytes : 64.0 * 1024 * 1024;
-    const int sets = set_bytes >= 2.0 * l2 ? 1 : std::clamp(static_cast<int>(std::ceil(2.0 * l2 / set_bytes)), 1, 32);
-    sets_.clear();
-    sets_.resize(sets);
-    for (int i = 0; i < sets; ++i) {
-      Set& t = sets_[i];
-      KTUNE_RETURN_IF_ERROR(t.x.allocate(sh.x_elems * eb));
-      KTUNE_RETURN_IF_ERROR(t.w.allocate(sh.w_elems * eb));
-      KTUNE_RETURN_IF_ERROR(t.y.allocate(sh.y_elems * eo));
-      KTUNE_RETURN_IF_ERROR(tools::fill_random(t.x.get(), d.type, sh.x_elems, seed + 101 * i + 1, s));
-      KTUNE_RETURN_IF_ERROR(tools::fill_random(t.w.get(), d.type, sh.w_elems, seed + 101 * i + 2, s));
-    }
-    KTUNE_RETURN_IF_ERROR(bias_.allocate(d.k * eo));
-    KTUNE_RETURN_IF_ERROR(tools::fill_random(bias_.get(), d.out_type, d.k, seed + 7, s));
-    KTUNE_RETURN_IF_ERROR(ref_.allocate(sh.y_elems * eo));
-    KTUNE_RETURN_IF_ERROR(poison(ref_.get(), s));
-    return cuda_status(cudaStreamSynchronize(s), "conv data set-up");
-  }
-
-  Conv2dOperands ops(int i) const {
-    const Set& t = sets_[static_cast<std::size_t>(i) % sets_.size()];
-    return Conv2dOperands{t.x.get(), t.w.get(), t.y.get(), bias_.get(), nullptr};
-  }
-  // Set 0's operands with y = the reference buffer.
-  Conv2dOperands ref_ops() const {
-    Conv2dOperands o = ops(0);
-    o.y = ref_.get();
-    return o;
-  }
-  // 0xFF bytes: NaN in f16 and bf16, so an element a kernel does not write fails the check.
-  Status poison(void* y, cudaStream_t s) const {
-    return cuda_status(cudaMemsetAsync(y, 0xFF, conv_shape(desc_).y_elems * size_of(desc_.out_type), s), "poison y");
-  }
-  Status error_vs_ref(const void* y, cudaStream_t s, ErrorStats& out) const {
-    return tools::rel_error(y, desc_.out_type, ref_.get(), desc_.out_type, conv_shape(desc_).y_elems, s, out);
-  }
-
- private:
-  struct Set {
-    DeviceBuffer x, w, y;
-  };
-  Conv2dDesc desc_{};
-  std::vector<Set> sets_;
-  DeviceBuffer bias_, ref_;
-};
+// One problem's data (tools/common/conv_data.hpp): buffer sets of x, w, y (several when one set would fit
+// in twice the L2 cache), the bias, and the reference output (cuDNN's fused output on set 0).
+using tools::ConvData;
 
 // The problem being benchmarked. Benchmarks run in registration order, grouped by problem, so one
 // problem's buffers are alive at a time.
