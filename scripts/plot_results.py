@@ -9,7 +9,9 @@ Reads
     aggregate is used (else the mean, else the mean of the iteration runs).
   * ktune-profile CSV (--csv) or JSON (--json) (tools/ktune-profile/output.cu): one row per
     instance and problem plus the cuBLAS row; the best instance is the fastest that passed
-    verification, as ktune-profile itself defines it.
+    verification, as ktune-profile itself defines it. Its conv2d rows (column op = conv2d: the
+    cuDNN fused and unfused rows, every conv instance and ktune::conv2d's tuned pick) become a
+    second run, <stem>-conv, with cuDNN fused as the reference and the tuned pick as *pick*.
   * Google Benchmark JSON written by bench/bench_conv.cu: conv/<type>/n<N>/<layer>/<what> with
     <what> = cudnn_fused (the reference), cudnn_unfused (a second reference), ktune or an instance.
   * ktune-conv-bench CSV (--csv, tools/conv-bench/conv_bench.cu): one row per layer and instance,
@@ -101,6 +103,7 @@ class Run:
     notes: List[str] = field(default_factory=list)
     problems: List[Problem] = field(default_factory=list)
     op: str = "gemm"                 # "gemm" or "conv": what TF/s counts
+    stem_suffix: str = ""            # "-conv": the conv part of a ktune-profile file (its own outputs)
     pick_legend: str = "ktune pick (heuristic, untuned)"
     pick_note: str = "*pick* is the instance ktune's heuristic chooses without tuning."
     best_legend: str = "ktune best instance (tuned)"
@@ -109,7 +112,7 @@ class Run:
 
     @property
     def stem(self) -> str:
-        return os.path.splitext(os.path.basename(self.source))[0]
+        return os.path.splitext(os.path.basename(self.source))[0] + self.stem_suffix
 
 
 # ---- helpers ----------------------------------------------------------------------------------------
@@ -201,22 +204,95 @@ def fmt_ratio(v: Optional[float]) -> str:
 # ---- readers ----------------------------------------------------------------------------------------
 
 
-def read_profile_csv(path: str) -> Run:
+_CONV_NAME_RE = re.compile(r"conv (\w+) (\d+)x(\d+)x(\d+)x(\d+),(\d+)x(\d+)x(\d+)((?:,\w+=[\dx]+)*)(?: (\S+))?(?: out=(\w+))?")
+
+
+def conv_problem_label(name: str) -> str:
+    """"conv f16 32x56x56x64,64x3x3,stride=2 bias_relu" -> "f16 N32 56² 64→64 3×3 stride=2 +bias_relu"
+    (ktune-profile's conv problem names, tools/common/conv_presets.hpp)."""
+    m = _CONV_NAME_RE.fullmatch(name.strip())
+    if not m:
+        return name
+    t, n, h, w, c, k, r, sz, opts, epi, out = m.groups()
+    hw = f"{h}²" if h == w else f"{h}×{w}"
+    label = f"{t} N{n} {hw} {c}→{k} {r}×{sz}"
+    if opts:
+        label += " " + " ".join(opts.strip(",").split(","))
+    if epi and epi != "identity":
+        label += f" +{epi}"
+    if out:
+        label += f" out={out}"
+    return label
+
+
+def conv_profile_run(path: str, kind: str) -> Run:
+    """The conv2d part of a ktune-profile file: cuDNN fused is the reference, unfused the second one, the
+    tuned pick (ktune::conv2d as an application calls it) is *pick*, instances are run by name."""
+    run = Run(source=path, kind=kind, op="conv", stem_suffix="-conv")
+    run.method = ("ktune-profile: every conv instance that can implement the problem, and ktune::conv2d's tuned pick, "
+                  "verified against cuDNN's fused output (itself checked against a float64 CPU reference), then timed "
+                  "with CUDA events around CUDA-graph replays, cuDNN fused and unfused likewise")
+    run.pick_legend = "ktune tuned pick (ktune::conv2d)"
+    run.pick_note = ("*pick* is ktune::conv2d's own choice as an application gets it: the runtime tuner's tactic "
+                     "(instance + launch options), tuned on its first call.")
+    run.best_legend = "ktune best instance (by name, default launch options)"
+    run.best_note = ("*best instance* is the fastest instance run by name (default launch options) that passed "
+                     "verification; *verified* counts the instances that passed.")
+    return run
+
+
+def add_conv_row(run: Run, by_key: Dict[str, Problem], problem: str, instance: str, family: str, tf: Optional[float],
+                 status: str, message: str, precision: str = "") -> None:
+    p = by_key.get(problem)
+    if p is None:
+        p = Problem(key=problem, label=conv_problem_label(problem), precision=precision, layout="nhwc",
+                    epilogue="", ref_name="cuDNN fused")
+        by_key[problem] = p
+        run.problems.append(p)
+    if family == "cudnn":
+        if instance == "cuDNN unfused":
+            p.ref2_name, p.ref2_tflops = "cuDNN unfused", tf
+        else:
+            p.ref_name, p.ref_tflops = instance or "cuDNN fused", tf
+        return
+    if family == "tuned":
+        p.pick_name, p.pick_tflops = instance, (tf if status == "PASS" else None)
+        return
+    if instance.startswith("("):
+        return
+    p.instances.append(Instance(name=instance, tflops=tf, status=status, message=message))
+
+
+def finish_conv_run(run: Run) -> None:
+    if p_missing := [p.label for p in run.problems if p.ref_tflops is None]:
+        run.notes.append("no cuDNN fused time for: " + ", ".join(p_missing))
+
+
+def read_profile_csv_runs(path: str, rows: List[dict]) -> List[Run]:
+    """A ktune-profile CSV: the GEMM run, and the conv run when the file has conv2d rows."""
     run = Run(source=path, kind="ktune-profile CSV")
     run.method = ("ktune-profile: every instance that can implement the problem verified against cuBLAS, "
                   "then timed with CUDA events around CUDA-graph replays")
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
     need = {"problem", "instance", "family", "tflops", "status"}
     if not rows or not need.issubset(rows[0].keys()):
         raise ValueError(f"{path}: not a ktune-profile CSV (columns {sorted(need)} expected)")
+    conv = conv_profile_run(path, "ktune-profile CSV")
+    conv_by_key: Dict[str, Problem] = {}
+    conv_repeats = set()
+    c = commit_from_filename(path)
     by_key: Dict[str, Problem] = {}
     repeats = set()
     for r in rows:
+        if r.get("op") == "conv2d":
+            add_conv_row(conv, conv_by_key, r["problem"], r["instance"], r["family"], to_float(r["tflops"]), r["status"],
+                         r.get("message", ""), r.get("precision", ""))
+            if r.get("repeats") and r.get("family") != "tuned":
+                conv_repeats.add(r["repeats"])
+            continue
         key = r["problem"]
         p = by_key.get(key)
         if p is None:
-            shape = "x".join(r[c] for c in ("m", "n", "k")) if r.get("m") else ""
+            shape = "x".join(r[col] for col in ("m", "n", "k")) if r.get("m") else ""
             p = Problem(key=key, label=problem_label(r.get("precision", ""), r.get("layout", ""), shape,
                                                      r.get("epilogue", "")) if shape else key,
                         precision=r.get("precision", ""), layout=r.get("layout", ""), shape=shape,
@@ -240,10 +316,18 @@ def read_profile_csv(path: str) -> Run:
     if p_missing := [p.key for p in run.problems if p.ref_tflops is None]:
         run.notes.append("no cuBLAS time for: " + ", ".join(p_missing))
     run.statistic = ("median of " + "/".join(sorted(repeats)) + " repeats") if repeats else ""
-    c = commit_from_filename(path)
-    if c:
-        run.commit = c
-    return run
+    conv.statistic = ("median of " + "/".join(sorted(conv_repeats - {"0"})) + " repeats") if conv_repeats - {"0"} else ""
+    finish_conv_run(conv)
+    for x in (run, conv):
+        if c:
+            x.commit = c
+    return [x for x in (run, conv) if x.problems] or [run]
+
+
+def read_profile_csv(path: str) -> Run:
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    return read_profile_csv_runs(path, rows)[0]
 
 
 _CONV_LAYER_RE = re.compile(r"(\d+) (\d+)->(\d+) (\d+)x(\d+) s(\d+)(?: p(\d+))?")
@@ -299,6 +383,11 @@ def read_conv_bench_csv(path: str, rows: List[dict]) -> Run:
 
 
 def read_profile_json(path: str, doc: dict) -> Run:
+    return read_profile_json_runs(path, doc)[0]
+
+
+def read_profile_json_runs(path: str, doc: dict) -> List[Run]:
+    """A ktune-profile JSON: the GEMM run, and the conv run when the file has conv2d problems."""
     run = Run(source=path, kind="ktune-profile JSON")
     run.method = ("ktune-profile: every instance that can implement the problem verified against cuBLAS, "
                   "then timed with CUDA events around CUDA-graph replays")
@@ -310,8 +399,16 @@ def read_profile_json(path: str, doc: dict) -> Run:
     run.software = ", ".join(s for s in sw if s)
     if doc.get("context_lost"):
         run.notes.append("the CUDA context was lost during the run: later problems are missing")
+    conv = conv_profile_run(path, "ktune-profile JSON")
+    for attr in ("gpu", "commit", "software"):
+        setattr(conv, attr, getattr(run, attr))
+    if doc.get("cudnn"):
+        conv.software = ", ".join(x for x in (run.software, f"cuDNN {doc['cudnn']}") if x)
+    conv_by_key: Dict[str, Problem] = {}
     by_key: Dict[str, Problem] = {}
     for s in doc.get("problems", []):
+        if s.get("op") == "conv2d":
+            continue
         shape = f"{s['m']}x{s['n']}x{s['k']}" if "m" in s else ""
         p = Problem(key=s["problem"], label=problem_label(s.get("precision", ""), s.get("layout", ""), shape,
                                                             s.get("epilogue", "")) if shape else s["problem"],
@@ -321,7 +418,15 @@ def read_profile_json(path: str, doc: dict) -> Run:
         by_key[p.key] = p
         run.problems.append(p)
     repeats = set()
+    conv_repeats = set()
     for r in doc.get("rows", []):
+        if r.get("op") == "conv2d":
+            add_conv_row(conv, conv_by_key, r["problem"], str(r.get("instance", "")), str(r.get("family", "")),
+                         to_float(r.get("tflops")), r.get("status", ""), r.get("message", ""),
+                         str(r["problem"]).split(" ")[1] if len(str(r["problem"]).split(" ")) > 1 else "")
+            if r.get("repeats") and r.get("family") != "tuned":
+                conv_repeats.add(str(r["repeats"]))
+            continue
         p = by_key.get(r["problem"])
         if p is None or r.get("family") == "cublas" or str(r.get("instance", "")).startswith("("):
             continue
@@ -338,7 +443,11 @@ def read_profile_json(path: str, doc: dict) -> Run:
         if inst.pick:
             p.pick_name, p.pick_tflops = inst.name, (tf if inst.status == "PASS" else None)
     run.statistic = ("median of " + "/".join(sorted(repeats)) + " repeats") if repeats else ""
-    return run
+    conv.statistic = ("median of " + "/".join(sorted(conv_repeats - {"0"})) + " repeats") if conv_repeats - {"0"} else ""
+    if doc.get("context_lost"):
+        conv.notes.append("the CUDA context was lost during the run: later problems are missing")
+    finish_conv_run(conv)
+    return [x for x in (run, conv) if x.problems] or [run]
 
 
 _AGG_PREFERENCE = ("median", "mean")
@@ -453,20 +562,27 @@ def read_gbench_json(path: str, doc: dict) -> Run:
     return run
 
 
-def read_input(path: str) -> Run:
+def read_runs(path: str) -> List[Run]:
+    """Every run in a file: one, or two for a ktune-profile file with GEMM and conv2d problems (the conv
+    run's outputs are <stem>-conv-*)."""
     if path.lower().endswith(".csv"):
         with open(path, newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
         if rows and {"layer", "instance", "us", "tflops", "cudnn_fused_us"}.issubset(rows[0].keys()):
-            return read_conv_bench_csv(path, rows)
-        return read_profile_csv(path)
+            return [read_conv_bench_csv(path, rows)]
+        return read_profile_csv_runs(path, rows)
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
     if isinstance(doc, dict) and doc.get("tool") == "ktune-profile":
-        return read_profile_json(path, doc)
+        return read_profile_json_runs(path, doc)
     if isinstance(doc, dict) and "benchmarks" in doc:
-        return read_gbench_json(path, doc)
+        return [read_gbench_json(path, doc)]
     raise ValueError(f"{path}: neither Google Benchmark JSON (no 'benchmarks') nor ktune-profile JSON")
+
+
+def read_input(path: str) -> Run:
+    """The file's first run (a ktune-profile file with GEMM problems: the GEMM run; see read_runs)."""
+    return read_runs(path)[0]
 
 
 # ---- Markdown ---------------------------------------------------------------------------------------
@@ -894,34 +1010,42 @@ def main(argv: Optional[List[str]] = None) -> int:
     cmdline = ["python3", "scripts/plot_results.py"] + argv
     for path in args.inputs:
         try:
-            run = read_input(path)
+            runs = read_runs(path)
         except (OSError, ValueError, KeyError, json.JSONDecodeError) as e:
             print(f"plot_results.py: {path}: {e}", file=sys.stderr)
             return 1
-        apply_overrides(run, args)
-        for attr in ("gpu", "date", "commit"):
-            if getattr(run, attr) == NOT_RECORDED:
-                print(f"plot_results.py: {path}: {attr} not recorded in the input (--{attr} sets it)", file=sys.stderr)
-        if not run.problems:
-            print(f"plot_results.py: {path}: no results", file=sys.stderr)
-            return 1
-        out_dir = args.out or os.path.dirname(os.path.abspath(path))
-        os.makedirs(out_dir, exist_ok=True)
-        pngs: List[str] = []
-        if not args.no_png:
-            if "summary" in charts:
-                pngs.append(plot_summary(run, os.path.join(out_dir, f"{run.stem}-summary.png")))
-            if "instances" in charts:
-                pngs.append(plot_instances(run, os.path.join(out_dir, f"{run.stem}-instances.png")))
-            if "heatmap" in charts:
-                for (prec, lay), probs in heatmap_groups(run).items():
-                    name = re.sub(r"[^A-Za-z0-9]+", "-", f"{prec}-{lay}")
-                    pngs.append(plot_heatmap(run, prec, lay, probs,
-                                             os.path.join(out_dir, f"{run.stem}-heatmap-{name}.png")))
-        pngs = [p for p in pngs if p]
-        md = write_markdown(run, out_dir, pngs, cmdline)
-        for p in pngs + [md]:
-            print(f"wrote {p}")
+        for run in runs:
+            if (rc := write_run(run, path, args, charts, cmdline)) != 0:
+                return rc
+    return 0
+
+
+def write_run(run: Run, path: str, args: argparse.Namespace, charts: set, cmdline: List[str]) -> int:
+    """The charts and the table of one run; 0, or 1 when the run has no results."""
+    apply_overrides(run, args)
+    for attr in ("gpu", "date", "commit"):
+        if getattr(run, attr) == NOT_RECORDED:
+            print(f"plot_results.py: {path}: {attr} not recorded in the input (--{attr} sets it)", file=sys.stderr)
+    if not run.problems:
+        print(f"plot_results.py: {path}: no results", file=sys.stderr)
+        return 1
+    out_dir = args.out or os.path.dirname(os.path.abspath(path))
+    os.makedirs(out_dir, exist_ok=True)
+    pngs: List[str] = []
+    if not args.no_png:
+        if "summary" in charts:
+            pngs.append(plot_summary(run, os.path.join(out_dir, f"{run.stem}-summary.png")))
+        if "instances" in charts:
+            pngs.append(plot_instances(run, os.path.join(out_dir, f"{run.stem}-instances.png")))
+        if "heatmap" in charts:
+            for (prec, lay), probs in heatmap_groups(run).items():
+                name = re.sub(r"[^A-Za-z0-9]+", "-", f"{prec}-{lay}")
+                pngs.append(plot_heatmap(run, prec, lay, probs,
+                                         os.path.join(out_dir, f"{run.stem}-heatmap-{name}.png")))
+    pngs = [p for p in pngs if p]
+    md = write_markdown(run, out_dir, pngs, cmdline)
+    for p in pngs + [md]:
+        print(f"wrote {p}")
     return 0
 
 

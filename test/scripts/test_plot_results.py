@@ -106,6 +106,21 @@ CONV_CSV = """layer,instance,route,picked,us,tflops,rel_err_vs_cudnn,cudnn_fused
 """
 
 
+# ktune-profile CSV of the current format (column op, generic reference columns) with GEMM and conv2d rows,
+# as the no-argument run writes it: one GEMM problem, one conv problem with both cuDNN rows, two
+# instances (one failed) and the tuned pick.
+MIXED_CSV = """op,problem,precision,layout,m,n,k,epilogue,instance,family,heuristic_pick,ms,tflops,rel_err,tolerance,status,reference,ref_ms,ref_tflops,speedup_vs_ref,ref2_ms,speedup_vs_ref2,iters,repeats,message
+gemm,bf16 tn 1024x1024x1024,bf16,tn,1024,1024,1024,identity,cublasLt,cublas,0,0.005,400,0.0016,0.01,PASS,cublasLt,0.005,400,1,,,1000,9,
+gemm,bf16 tn 1024x1024x1024,bf16,tn,1024,1024,1024,identity,ktune_gemm_sm80_bf16_tn_64x64x64_w32x64_s4_a8,sm80_mma_f16_small,1,0.01,200,0,0.01,PASS,cublasLt,0.005,400,0.5,,,900,9,
+conv2d,"conv f16 32x56x56x256,64x1x1 bias_relu",f16,nhwc,100352,64,256,bias_relu,cuDNN fused,cudnn,0,0.02,165,0.0003,0.01,PASS,cuDNN fused,0.02,165,1,0.05,2.5,400,9,
+conv2d,"conv f16 32x56x56x256,64x1x1 bias_relu",f16,nhwc,100352,64,256,bias_relu,cuDNN unfused,cudnn,0,0.05,66,,0.01,unchecked,cuDNN fused,0.02,165,0.4,0.05,1,300,9,
+conv2d,"conv f16 32x56x56x256,64x1x1 bias_relu",f16,nhwc,100352,64,256,bias_relu,conv_gemm1x1+ktune_gemm_sm90_wgmma_f16_tn_128x64x64_w64x64_s6_a8,conv_gemm1x1,1,0.022,150,0.0002,0.01,PASS,cuDNN fused,0.02,165,0.909,0.05,2.27,500,9,
+conv2d,"conv f16 32x56x56x256,64x1x1 bias_relu",f16,nhwc,100352,64,256,bias_relu,ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w32x32_s4_a8,sm80_conv_f16,0,0.01,330,0.9,0.01,FAIL,cuDNN fused,0.02,165,2,0.05,5,500,9,"relative error 9.000e-01 > tolerance 1e-02"
+conv2d,"conv f16 32x56x56x256,64x1x1 bias_relu",f16,nhwc,100352,64,256,bias_relu,conv_gemm1x1+ktune_gemm_sm90_wgmma_f16_tn_128x64x64_w64x64_s6_a8@rg16,tuned,0,0.021,157,0.0002,0.01,PASS,cuDNN fused,0.02,165,0.952,0.05,2.38,500,9,
+conv2d,"conv f16 32x224x224x4,64x7x7,stride=2 bias_relu",f16,nhwc,401408,64,196,bias_relu,cuDNN fused,cudnn,0,0.06,168,0.0003,0.01,PASS,cuDNN fused,0.06,168,1,0.2,3.3,100,9,
+"""
+
+
 def read(path):
     with open(path, encoding="utf-8") as f:
         return f.read()
@@ -176,6 +191,54 @@ class Parsing(unittest.TestCase):
         self.assertEqual((run.gpu, run.commit, run.date), ("NVIDIA H200", "feedbee", pr.NOT_RECORDED))
         (p,) = run.problems
         self.assertEqual((p.ref_tflops, p.pick_tflops, p.best().tflops), (0.262, 0.131, 0.131))
+
+    def test_profile_csv_with_conv_rows(self):
+        path = os.path.join(self.dir, "ktune-profile-9abcdef.csv")
+        with open(path, "w") as f:
+            f.write(MIXED_CSV)
+        gemm, conv = pr.read_runs(path)
+        self.assertEqual((gemm.op, gemm.stem), ("gemm", "ktune-profile-9abcdef"))
+        (g,) = gemm.problems
+        self.assertEqual((g.ref_tflops, g.pick_tflops, g.best().tflops), (400.0, 200.0, 200.0))
+        self.assertEqual((conv.op, conv.stem, conv.commit), ("conv", "ktune-profile-9abcdef-conv", "9abcdef"))
+        a, b = conv.problems
+        self.assertEqual(a.label, "f16 N32 56² 256→64 1×1 +bias_relu")
+        self.assertEqual(b.label, "f16 N32 224² 4→64 7×7 stride=2 +bias_relu")
+        self.assertEqual((a.ref_name, a.ref_tflops, a.ref2_name, a.ref2_tflops), ("cuDNN fused", 165.0, "cuDNN unfused", 66.0))
+        self.assertEqual(a.pick_tflops, 157.0)                  # the tuned pick, not an instance
+        self.assertEqual(len(a.instances), 2)
+        self.assertEqual(a.best().tflops, 150.0)                # the faster FAIL row is not the best
+        self.assertEqual(b.instances, [])
+        self.assertEqual(pr.read_input(path).op, "gemm")        # the first run
+        rc, printed = run_main(["--no-png", path])
+        self.assertEqual(rc, 0)
+        md = read(os.path.join(self.dir, "ktune-profile-9abcdef-conv-table.md"))
+        self.assertIn("| f16 N32 56² 256→64 1×1 +bias_relu | 165.0 | 66.0 | 157.0 | 0.95× | 2.38× | 150.0 | 0.91× |", md)
+        self.assertIn("ktune::conv2d", md)
+        md = read(os.path.join(self.dir, "ktune-profile-9abcdef-table.md"))
+        self.assertNotIn("conv", md.split("Regenerate")[0])    # the GEMM table has no conv rows
+
+    def test_profile_json_with_conv_problems(self):
+        name = "conv f16 32x28x28x128,128x3x3 bias_relu"
+        doc = {"tool": "ktune-profile", "device": "NVIDIA H200", "driver": "13.0", "cuda_runtime": "13.0",
+               "cublaslt": "13.1.0", "cudnn": "9.14.0", "commit": "c0ffee1", "context_lost": False,
+               "problems": [{"op": "conv2d", "problem": name, "precision": "f16", "layout": "nhwc", "n": 32}],
+               "rows": [{"op": "conv2d", "problem": name, "instance": "cuDNN fused", "family": "cudnn", "ms": 0.03,
+                         "tflops": 400.0, "status": "PASS", "repeats": 9},
+                        {"op": "conv2d", "problem": name, "instance": "cuDNN unfused", "family": "cudnn", "ms": 0.06,
+                         "tflops": 200.0, "status": "unchecked", "repeats": 9},
+                        {"op": "conv2d", "problem": name, "instance": "ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_256x128x64_w128x128_s4_a8",
+                         "family": "sm90_conv", "ms": 0.032, "tflops": 380.0, "status": "PASS", "repeats": 9},
+                        {"op": "conv2d", "problem": name, "instance": "ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_256x128x64_w128x128_s4_a8",
+                         "family": "tuned", "ms": 0.032, "tflops": 378.0, "status": "PASS", "repeats": 9}]}
+        path = os.path.join(self.dir, "profile-conv.json")
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        (run,) = pr.read_runs(path)                             # conv problems only: one run
+        self.assertEqual((run.op, run.gpu, run.commit, run.stem), ("conv", "NVIDIA H200", "c0ffee1", "profile-conv-conv"))
+        self.assertIn("cuDNN 9.14.0", run.software)
+        (p,) = run.problems
+        self.assertEqual((p.ref_tflops, p.ref2_tflops, p.pick_tflops, p.best().tflops), (400.0, 200.0, 378.0, 380.0))
 
     def test_conv_gbench_json(self):
         path = os.path.join(self.dir, "bench_conv-0badc0de.json")
