@@ -20,6 +20,10 @@
 
 #include "../common/gpu_harness.cuh"
 
+namespace ktune::probes {
+int resident_clusters_of_2(int threads, int smem_bytes);  // occupancy.cu
+}
+
 namespace {
 
 using namespace ktune;
@@ -112,6 +116,9 @@ Status run(const Args& a, int& failures) {
   std::printf("  %-70s %8.4f %8.1f %10s %10.2e %7s\n", "cuBLASLt", tc.median_ms, tflops(spec.flops(), tc.median_ms), "-",
               cublas_err.rel, "1.00");
 
+  if (std::find(a.clusters.begin(), a.clusters.end(), 2) != a.clusters.end())
+    std::printf("  clusters of 2 resident at once (384 threads, 227 KB shared memory): %d, on %d SMs\n",
+                probes::resident_clusters_of_2(384, 227 * 1024), dev.sm_count);
   const GemmDesc d = data.desc();
   const std::string prefix = "ktune_gemm_sm90_wgmma_" + std::string(to_string(a.precision)) + "_tn_";
   std::vector<double> cublas_ms{tc.median_ms};
