@@ -1,5 +1,5 @@
 // GPU tests: split-K (GemmLaunchOptions::split_k, serial and parallel modes) against a float64 CPU
-// reference — every split count in {1, 2, 3, 5, 8} × both modes on edge shapes (M = 1, primes, K not
+// reference — every split count in {1, 2, 3, 5, 8, 13} × both modes on edge shapes (M = 1, primes, K not
 // divisible by the split, K < split·BK, odd ldd) for one instance of every split-capable family, the
 // epilogue applied once to the whole sum (beta with C aliasing D, bias + relu, residual, clamp), serial
 // mode bit-identical across runs, a too-small caller workspace rejected with nothing written, a
@@ -37,7 +37,7 @@ const std::vector<SplitShape>& split_shapes() {
   return s;
 }
 
-constexpr int kSplits[] = {1, 2, 3, 5, 8};
+constexpr int kSplits[] = {1, 2, 3, 5, 8, 13};  // 5, 8, 13: several slice groups (13: 4+4+4+1; empty slices at small K)
 constexpr SplitKMode kModes[] = {SplitKMode::serial, SplitKMode::parallel};
 
 const char* mode_name(SplitKMode m) { return m == SplitKMode::serial ? "serial" : "parallel"; }

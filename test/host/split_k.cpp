@@ -83,6 +83,12 @@ TEST_CASE("split-K workspace layout") {
   CHECK(p.semaphore_bytes == 0);
   CHECK(p.total_bytes == 3 * 100 * 132 * 4);
   CHECK(split_k_layout(100, 130, 64, 64, 1, SplitKMode::serial).total_bytes == 0);
+  // Serial mode counts arrivals per slice group and per tile: 64 slices = 16 groups → 17 counters a
+  // tile; 6 tiles × 17 × 4 B = 408 B, padded to 512.
+  CHECK(split_k_groups(64) == 16);
+  CHECK(split_k_groups(13) == 4);
+  CHECK(split_k_counters_per_tile(3) == 2);
+  CHECK(split_k_layout(100, 130, 64, 64, 64, SplitKMode::serial).semaphore_bytes == 512);
   // Slices of k-tiles cover [0, k_tiles) without gaps, even when there are more slices than tiles.
   for (int splits : {1, 2, 3, 5, 8})
     for (std::int64_t kt : {1, 2, 7, 64, 65}) {

@@ -2,7 +2,8 @@
 // workspace layout the kernels and the host agree on, and the few split counts worth timing.
 //
 // Workspace (split_k > 1), from its start:
-//   serial mode only: one 32-bit arrival counter per output tile, padded to 256 bytes. Used only when
+//   serial mode only: split_k_counters_per_tile 32-bit arrival counters per output tile (one per group
+//                     of split_k_group_slices slices, then one for the tile), padded to 256 bytes. Used only when
 //                     ktune's own per-stream counters (ktune/workspace.hpp) cannot be had (first
 //                     use while capturing a graph); then zeroed in-stream before the launch, so any
 //                     workspace works whatever it held
@@ -23,6 +24,15 @@ namespace ktune {
 // 128-register cap, where the split-K epilogue spills; wgmma instances have their own persistent kernel).
 constexpr bool supports_split_k(const GemmConfig& c) { return uses_tensor_cores(c.math) && !is_wgmma(c.math); }
 
+// The fixed summation order of the slices' partial sums (both modes, so they give the same bits run to
+// run and as each other): slices in groups of split_k_group_slices, each group added in slice order,
+// then the group sums in group order.
+inline constexpr int split_k_group_slices = 4;
+constexpr int split_k_groups(int split_k) { return (split_k + split_k_group_slices - 1) / split_k_group_slices; }
+// Serial mode's arrival counters per output tile: one per slice group (its last slice adds the group),
+// and one for the tile (the last group adds the group sums and applies the epilogue).
+constexpr int split_k_counters_per_tile(int split_k) { return 1 + split_k_groups(split_k); }
+
 struct SplitKLayout {
   std::size_t semaphore_bytes = 0;  // at offset 0
   std::size_t partials_offset = 0;  // bytes; 256-byte aligned
@@ -35,7 +45,8 @@ constexpr SplitKLayout split_k_layout(std::int64_t m, std::int64_t n, int tile_m
   SplitKLayout l;
   if (split_k <= 1 || m <= 0 || n <= 0) return l;
   const std::int64_t tiles = ((m + tile_m - 1) / tile_m) * ((n + tile_n - 1) / tile_n);
-  l.semaphore_bytes = mode == SplitKMode::serial ? static_cast<std::size_t>((tiles * 4 + 255) / 256 * 256) : 0;
+  const std::int64_t counters = tiles * split_k_counters_per_tile(split_k);
+  l.semaphore_bytes = mode == SplitKMode::serial ? static_cast<std::size_t>((counters * 4 + 255) / 256 * 256) : 0;
   l.partials_offset = l.semaphore_bytes;
   l.partial_ld = (n + 3) / 4 * 4;
   l.total_bytes = l.partials_offset + static_cast<std::size_t>(split_k) * static_cast<std::size_t>(m) *

@@ -32,10 +32,20 @@ struct MainloopFor {
 
 // Split-K: the sum of every slice's partial of row, columns col..col+n-1, in one fixed order (so serial
 // and parallel mode give the same bits, run to run): slices are taken in groups of
-// split_k_group_slices, each group added in slice order, then the group sums in group order. The
-// parallel reduction runs the groups in separate threads. The partials were written by other
-// multiprocessors: read them through L2 (ld.global.cg).
-inline constexpr int split_k_group_slices = 4;
+// split_k_group_slices (split_k.hpp), each group added in slice order, then the group sums in group
+// order. The parallel reduction runs the groups in separate threads; serial mode adds each group in
+// the block of its last slice to arrive and the group sums in the tile's last group. The partials
+// were written by other multiprocessors: read them through L2 (ld.global.cg).
+
+// n (1 to 4) floats of a partial row (16-byte aligned: partial_ld % 4 == 0), zero past n.
+__device__ __forceinline__ void load_partial(const float* src, int n, float (&v)[4]) {
+  if (n == 4) {
+    *reinterpret_cast<float4*>(v) = __ldcg(reinterpret_cast<const float4*>(src));
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = i < n ? __ldcg(src + i) : 0.0f;
+  }
+}
 
 template <class EpiParams>
 __device__ __forceinline__ void group_sum(const GemmParams<EpiParams>& p, int row, int col, int n, int group,
@@ -46,12 +56,7 @@ __device__ __forceinline__ void group_sum(const GemmParams<EpiParams>& p, int ro
 #pragma unroll
   for (int s = 0; s < split_k_group_slices; ++s) {  // all loads first: up to 4 in flight
     if (first + s >= last) break;
-    if (n == 4) {
-      *reinterpret_cast<float4*>(v[s]) = __ldcg(reinterpret_cast<const float4*>(src + s * p.partial_slice));
-    } else {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) v[s][i] = i < n ? __ldcg(src + s * p.partial_slice + i) : 0.0f;
-    }
+    load_partial(src + s * p.partial_slice, n, v[s]);
   }
 #pragma unroll
   for (int i = 0; i < 4; ++i) x[i] = v[0][i];
@@ -60,19 +65,6 @@ __device__ __forceinline__ void group_sum(const GemmParams<EpiParams>& p, int ro
     if (first + s >= last) break;
 #pragma unroll
     for (int i = 0; i < 4; ++i) x[i] += v[s][i];
-  }
-}
-
-template <class EpiParams>
-__device__ __forceinline__ void sum_partials(const GemmParams<EpiParams>& p, int row, int col, int n, float (&x)[4]) {
-  const int groups = (p.split_k + split_k_group_slices - 1) / split_k_group_slices;
-  group_sum(p, row, col, n, 0, x);
-#pragma unroll 2
-  for (int g = 1; g < groups; ++g) {
-    float y[4];
-    group_sum(p, row, col, n, g, y);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) x[i] += y[i];
   }
 }
 
@@ -105,25 +97,90 @@ __device__ __forceinline__ void epilogue_store(const GemmParams<typename Epi::Pa
   }
 }
 
-// D[row, col..col+3] = epilogue(sum of the split_k partials).
-template <class Epi>
-__device__ __forceinline__ void reduce_store(const GemmParams<typename Epi::Params>& p, int row, int col) {
-  const int n = min(4, p.n - col);
-  float x[4];
-  sum_partials(p, row, col, n, x);
-  epilogue_store<Epi>(p, row, col, n, x);
-}
-
-// Serial split-K, in the last slice's block: reduce_store over the BM×BN tile at (m0, n0), the block's
-// threads on consecutive 4-column groups (coalesced partial reads and D stores).
-template <class Epi, int BM, int BN, int Threads>
-__device__ __forceinline__ void reduce_tile(const GemmParams<typename Epi::Params>& p, int m0, int n0) {
+// f(row, col, n) for every 4-column group (n ≤ 4 columns inside D) of the BM×BN tile at (m0, n0), the
+// block's threads on consecutive groups (coalesced partial reads and D stores).
+template <int BM, int BN, int Threads, class F>
+__device__ __forceinline__ void for_each_tile_quad(int m, int n, int m0, int n0, F&& f) {
   constexpr int quads_per_row = BN / 4, quads = BM * quads_per_row;
 #pragma unroll 2
   for (int q = threadIdx.x; q < quads; q += Threads) {
     const int row = m0 + q / quads_per_row, col = n0 + (q % quads_per_row) * 4;
-    if (row < p.m && col < p.n) reduce_store<Epi>(p, row, col);
+    if (row < m && col < n) f(row, col, min(4, n - col));
   }
+}
+
+// Publish this block's writes and count its arrival at *counter; true (in every thread) in the block
+// that completes the count of `expected`, which resets the counter to zero and then sees the other
+// blocks' writes (published before their arrivals). A count of one needs no counter.
+__device__ __forceinline__ bool arrive_last(int* counter, int expected) {
+  if (expected <= 1) return true;
+  __threadfence();
+  __syncthreads();
+  bool last = false;
+  if (threadIdx.x == 0) {
+    last = atomicAdd(counter, 1) == expected - 1;
+    if (last) *counter = 0;
+  }
+  if (!__syncthreads_or(last)) return false;
+  __threadfence();
+  return true;
+}
+
+// Serial split-K, after the block of slice `slice` stored its partial of its tile: the last slice of
+// its group to arrive (whichever) adds the group's partials in slice order and stores the sum in place
+// of the group's first partial; the tile's last group to arrive adds the group sums in group order and
+// applies the epilogue. The same sums in the same order as splitk_reduce_kernel (parallel mode), spread over
+// the tile's blocks instead of one block reading every slice; no spinning, no ordering assumption
+// between blocks; each counter is left zero by the block that completed it.
+template <class Epi, int BM, int BN, int Threads>
+__device__ __forceinline__ void serial_split_k_finish(const GemmParams<typename Epi::Params>& p, int m0, int n0,
+                                                      int slice) {
+  const int groups = split_k_groups(p.split_k), group = slice / split_k_group_slices;
+  const int group_size = min(split_k_group_slices, p.split_k - group * split_k_group_slices);
+  int* counters = p.semaphores + static_cast<std::int64_t>(blockIdx.x) * split_k_counters_per_tile(p.split_k);
+  if (!arrive_last(counters + 1 + group, group_size)) return;
+  if (groups == 1) {  // the group is the whole sum
+    for_each_tile_quad<BM, BN, Threads>(p.m, p.n, m0, n0, [&](int row, int col, int n) {
+      float x[4];
+      group_sum(p, row, col, n, 0, x);
+      epilogue_store<Epi>(p, row, col, n, x);
+    });
+    return;
+  }
+  const std::int64_t group_stride = split_k_group_slices * p.partial_slice;
+  if (group_size > 1) {  // a group of one slice is its own sum, already in place
+    for_each_tile_quad<BM, BN, Threads>(p.m, p.n, m0, n0, [&](int row, int col, int n) {
+      float x[4];
+      group_sum(p, row, col, n, group, x);
+      float* dst = p.partials + group * group_stride + static_cast<std::int64_t>(row) * p.partial_ld + col;
+      if (n == 4) {
+        __stcg(reinterpret_cast<float4*>(dst), make_float4(x[0], x[1], x[2], x[3]));
+      } else {
+        for (int i = 0; i < n; ++i) __stcg(dst + i, x[i]);
+      }
+    });
+  }
+  if (!arrive_last(counters, groups)) return;
+  constexpr int batch = 8;  // group sums in flight per 4-column group
+  for_each_tile_quad<BM, BN, Threads>(p.m, p.n, m0, n0, [&](int row, int col, int n) {
+    const float* src = p.partials + static_cast<std::int64_t>(row) * p.partial_ld + col;
+    float x[4];
+    load_partial(src, n, x);
+#pragma unroll 1
+    for (int g0 = 1; g0 < groups; g0 += batch) {
+      float v[batch][4];
+#pragma unroll
+      for (int j = 0; j < batch; ++j)
+        if (g0 + j < groups) load_partial(src + (g0 + j) * group_stride, n, v[j]);
+#pragma unroll
+      for (int j = 0; j < batch; ++j)
+        if (g0 + j < groups) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) x[i] += v[j][i];
+        }
+    }
+    epilogue_store<Epi>(p, row, col, n, x);
+  });
 }
 
 // What store_tile does with a block's accumulators.
@@ -193,6 +250,11 @@ __global__ void __launch_bounds__(CfgT::value.threads(), target_blocks_per_sm(Cf
 
   constexpr bool splittable = supports_split_k(C);
   const int slice = splittable && p.split_k > 1 ? static_cast<int>(blockIdx.y) : 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Parallel split-K: the reduction kernel (a programmatic dependent launch) may be scheduled now; its
+  // blocks wait in cudaGridDependencySynchronize until this grid is done, so only its launch overlaps.
+  if (splittable && p.split_k > 1 && !p.split_serial) cudaTriggerProgrammaticLaunchCompletion();
+#endif
   typename Mainloop::Accumulators acc;
   if constexpr (splittable) {
     const KRange kr = k_slice((p.k + C.tile.k - 1) / C.tile.k, slice, p.split_k);
@@ -205,25 +267,13 @@ __global__ void __launch_bounds__(CfgT::value.threads(), target_blocks_per_sm(Cf
 
   if (splittable && p.split_k > 1) {
     store_tile<C, Epi, Mainloop, TileStore::partial>(p, acc, smem, m0, n0, slice);
-    if (!p.split_serial) return;  // parallel mode: splitk_reduce_kernel finishes
-    // Arrive at the tile's counter after this block's partial is visible device-wide; the last of the
-    // split_k slices to arrive (whichever it is) reduces, and leaves the counter zero again.
-    __threadfence();
-    __syncthreads();
-    bool last = false;
-    if (threadIdx.x == 0) {
-      last = atomicAdd(p.semaphores + blockIdx.x, 1) == p.split_k - 1;
-      if (last) p.semaphores[blockIdx.x] = 0;
-    }
-    if (!__syncthreads_or(last)) return;
-    __threadfence();  // the other slices' partials, published before their arrivals, are read after ours
-    reduce_tile<Epi, C.tile.m, C.tile.n, C.threads()>(p, m0, n0);
-    return;
+    if (p.split_serial) serial_split_k_finish<Epi, C.tile.m, C.tile.n, C.threads()>(p, m0, n0, slice);
+    return;  // parallel mode: splitk_reduce_kernel finishes
   }
   store_tile<C, Epi, Mainloop>(p, acc, smem, m0, n0);
 }
 
-// Split-K, parallel mode: D = epilogue(sum of the split_k partials), in sum_partials' order. Each
+// Split-K, parallel mode: D = epilogue(sum of the split_k partials), in the fixed order. Each
 // 4-column group of a row gets `lanes` consecutive threads (a power of two ≥ the number of slice
 // groups): lane g adds slice group g, then lane 0 adds the group sums in order and stores.
 inline constexpr int splitk_reduce_threads = 256;
@@ -233,6 +283,9 @@ static_assert((max_split_k + split_k_group_slices - 1) / split_k_group_slices <=
 template <class Epi>
 __global__ void __launch_bounds__(splitk_reduce_threads) splitk_reduce_kernel(const GemmParams<typename Epi::Params> p,
                                                                               int lanes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();  // launched as a programmatic dependent of the GEMM: its partials are complete
+#endif
   __shared__ float4 group_sums[splitk_reduce_threads];
   const int groups = (p.split_k + split_k_group_slices - 1) / split_k_group_slices;
   const int quads_n = (p.n + 3) / 4;
@@ -333,7 +386,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   q.partial_slice = ws.partial_ld * d.m;
   if (q.split_serial) {
     // ktune's counters for this stream (zero, left zero: no memset), else the workspace's, zeroed now.
-    q.semaphores = split_k_counter_pool().get(stream, tiles);
+    q.semaphores = split_k_counter_pool().get(stream, tiles * split_k_counters_per_tile(opt.split_k));
     if (q.semaphores == nullptr) {
       q.semaphores = static_cast<int*>(ops.workspace);
       KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(ops.workspace, 0, ws.semaphore_bytes, stream), "split-K counters"));
@@ -346,8 +399,21 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   int lanes = 1;
   while (lanes < groups) lanes *= 2;  // ≤ 64 (max_split_k = 256) ≤ splitk_reduce_threads
   const std::int64_t quads = d.m * ceil_div(d.n, std::int64_t{4}), per_block = splitk_reduce_threads / lanes;
-  splitk_reduce_kernel<Epi><<<static_cast<unsigned>(ceil_div(quads, per_block)), splitk_reduce_threads, 0, stream>>>(q, lanes);
-  return cuda_status(cudaGetLastError(), "split-K reduction kernel launch");
+  // On sm_90+ a programmatic dependent launch: the reduction's launch overlaps the GEMM's last blocks
+  // (it waits for the GEMM's completion on the device), instead of starting after it.
+  int dev = 0, major = 0;
+  KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&dev), "cudaGetDevice"));
+  KTUNE_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), "cudaDeviceGetAttribute"));
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(ceil_div(quads, per_block)));
+  cfg.blockDim = dim3(splitk_reduce_threads);
+  cfg.stream = stream;
+  cudaLaunchAttribute pdl{};
+  pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  pdl.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &pdl;
+  cfg.numAttrs = major >= 9 ? 1 : 0;
+  return cuda_status(cudaLaunchKernelEx(&cfg, splitk_reduce_kernel<Epi>, q, lanes), "split-K reduction kernel launch");
 }
 
 // Workspace bytes an instance needs (GemmKernelEntry::workspace_size): split-K partials and counters.
