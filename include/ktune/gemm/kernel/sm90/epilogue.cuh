@@ -10,6 +10,8 @@
 //                        latency hides behind the staging), the activation is chosen once per chunk
 //                        for all 16 values, then 4 vector stores;
 //   other epilogues      Epi::apply per 4-value vector (user functors);
+//   identity, 16-bit D   with 16-byte aligned rows: packed to D's type into the staging buffer, 16 rows
+//                        × 128 bytes at a time, 16-byte vector stores (store_identity_wide);
 //   TMA store            identity only, with Sm90Schedule::tma_store (probes).
 #pragma once
 #include <cuda_bf16.h>
@@ -291,11 +293,78 @@ __device__ __forceinline__ void apply_fragments(const GemmParams<epilogue::Built
   }
 }
 
+// ---- Identity store of 16-bit D through full 128-byte row segments -------------------------------------
+// The fp32 staging above writes a 16×32 chunk per pass: 64 bytes of a row per 16-bit output row, 8-byte
+// vectors, 4 rows per warp instruction. For f16/bf16 D whose rows are 16-byte aligned, the warp instead
+// packs its accumulators to D's type straight into the staging buffer, 16 rows × 128 bytes (64 columns)
+// at a time, in 16-byte units swizzled by row (unit u of row r at u ^ (r % 8): the packed-pair writes
+// and the 16-byte reads are both conflict-free), and every lane stores 16-byte vectors: a warp
+// instruction writes 4 whole 128-byte row segments (one L2 line each), half the store instructions.
+template <class TOut>
+__device__ __forceinline__ bool wide_identity_store(const void* d, std::int64_t ldd) {
+  return sizeof(TOut) == 2 && (reinterpret_cast<std::uintptr_t>(d) & 15) == 0 && (ldd & 7) == 0;
+}
+
+template <class ML, class TOut, class EpiParams>
+__device__ __forceinline__ void store_identity_wide(const GemmParams<EpiParams>& p, typename ML::Accumulators& acc,
+                                                    float* stage, int row0, int col0) {
+  static_assert(sizeof(TOut) == 2 && ML::WN % 64 == 0, "16-bit D, 64-column boxes");
+  constexpr int box_cols = 64, boxes = ML::WN / box_cols, row_bytes = 128;
+  static_assert(smem_layout::epilogue_band_rows * row_bytes <=
+                    smem_layout::epilogue_band_rows * (smem_layout::sm90_epilogue_cols + smem_layout::sm90_epilogue_pad) * 4,
+                "a 16-row × 128-byte box fits the warp's staging buffer");
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  char* buf = reinterpret_cast<char*>(stage);
+  TOut* D = static_cast<TOut*>(p.d);
+  auto pack = [](float x, float y) {
+    if constexpr (std::is_same_v<TOut, __half>) return __floats2half2_rn(x, y);
+    else return __floats2bfloat162_rn(x, y);
+  };
+  using Pair = decltype(pack(0.0f, 0.0f));
+#pragma unroll
+  for (int mi = 0; mi < ML::MI; ++mi)
+#pragma unroll
+    for (int b = 0; b < boxes; ++b) {
+      const int rb = row0 + 64 * mi, cb = col0 + box_cols * b;
+      if (rb >= p.m || cb >= p.n) continue;  // warp-uniform: the box lies outside D
+      __syncwarp();                          // every lane has read the previous box
+#pragma unroll
+      for (int j = 0; j < box_cols / 8; ++j) {  // lane (g, t): columns 8j + 2t, +1 of rows g and g + 8
+        const int jj = (box_cols / 8) * b + j, at = ((j ^ g) << 4) + 4 * t;  // rows g, g + 8: same swizzle
+        *reinterpret_cast<Pair*>(buf + g * row_bytes + at) = pack(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
+        *reinterpret_cast<Pair*>(buf + (g + 8) * row_bytes + at) = pack(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
+      }
+      __syncwarp();
+#pragma unroll
+      for (int i = 0; i < smem_layout::epilogue_band_rows / 4; ++i) {  // 4 rows × 8 units per instruction
+        const int r = 4 * i + (lane >> 3), u = lane & 7;
+        const uint4 v = *reinterpret_cast<const uint4*>(buf + r * row_bytes + ((u ^ (r & 7)) << 4));
+        const int row = rb + r, col = cb + 8 * u;
+        if (row >= p.m || col >= p.n) continue;
+        TOut* dst = D + static_cast<std::int64_t>(row) * p.ldd + col;
+        if (col + 8 <= p.n) {
+          *reinterpret_cast<uint4*>(dst) = v;
+        } else {  // the last columns of D (constant indices: v stays in registers)
+          const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+          for (int k = 0; k < 8; ++k)
+            if (k < p.n - col) reinterpret_cast<unsigned short*>(dst)[k] = static_cast<unsigned short>(w[k / 2] >> (16 * (k % 2)));
+        }
+      }
+    }
+}
+
 // The consumer warp's store of one tile: the built-in epilogue's three forms, or Epi::apply.
 template <class ML, class Epi, class TOut>
 __device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params>& p, typename ML::Accumulators& acc,
                                            float* stage, int row0, int col0, bool identity) {
   if constexpr (std::is_same_v<Epi, epilogue::Builtin>) {
+    if constexpr (sizeof(TOut) == 2) {
+      if (identity && wide_identity_store<TOut>(p.d, p.ldd)) {
+        store_identity_wide<ML, TOut>(p, acc, stage, row0, col0);
+        return;
+      }
+    }
     if (identity) store_accumulators<ML, Epi, TOut, false>(p, acc, stage, row0, col0, true);
     else store_builtin<ML, TOut>(p, acc, stage, row0, col0);
   } else {
