@@ -9,6 +9,8 @@
 // --sweep times every split count in {1..8, 10, 12, 16, ..., 256} × both modes (not just
 // split_k_variants'); --filter keeps instances whose name contains one of the '|'-separated parts;
 // --tuned also times ktune::gemm() as a user calls it (the tuner's pick, tuned before timing);
+// --store-ab times the top tactics again on M - 8 rows with ldd = N + 8 and N + 4 (the sm90 identity
+// store's 16-byte row-segment form against its staged form, same D buffers);
 // --benchmark_* arguments (scripts/gpu-check.sh) mean --quick (2 shapes, small-tile instances).
 #include <cuda_runtime.h>
 
@@ -60,7 +62,7 @@ int fail(const Status& s, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, sweep = false, tuned = false;
+  bool quick = false, sweep = false, tuned = false, store_ab = false;
   int top = 5;
   std::string only, filter;
   for (int i = 1; i < argc; ++i) {
@@ -71,8 +73,9 @@ int main(int argc, char** argv) {
     else if (a == "--shape" && i + 1 < argc) only = argv[++i];
     else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
     else if (a == "--tuned") tuned = true;
+    else if (a == "--store-ab") store_ab = true;
     else {
-      std::fprintf(stderr, "usage: %s [--quick] [--sweep] [--top N] [--shape MxNxK] [--filter A|B|...] [--tuned]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--sweep] [--top N] [--shape MxNxK] [--filter A|B|...] [--tuned] [--store-ab]\n", argv[0]);
       return 2;
     }
   }
@@ -234,6 +237,37 @@ int main(int argc, char** argv) {
         std::printf("   #%-3d %-62s %8.2f us %7.1f GB/s%s\n", rank, t.name().c_str(), t.ms * 1e3, row.bytes / (t.ms * 1e-3) / 1e9,
                     t.proposed ? "  [proposed]" : "");
       ++rank;
+    }
+    if (store_ab) {
+      // The store path's A/B on the fastest tactics: M - 8 rows into the same D buffers with ldd = N + 8
+      // (16-bit D: 16-byte aligned rows, the sm90 16-byte row-segment store) and ldd = N + 4 (rows only
+      // 8-byte aligned: the staged fp32 store with 8-byte vectors). Same bytes within 0.1%.
+      int shown = 0;
+      for (const Tactic& t : tactics) {
+        if (shown++ >= top || t.ms >= 1e29) break;
+        for (int pad : {8, 4}) {
+          GemmDesc d2 = d;
+          d2.m = d.m - 8;
+          d2.ldd = d.n + pad;
+          if (d2.m < 1 || d2.m * d2.ldd > data.d_elems()) continue;
+          const LaunchFn fn = [&](int i, cudaStream_t st) {
+            GemmOperands o = data.ops(i);
+            o.workspace = workspace.get();
+            o.workspace_bytes = workspace.bytes();
+            GemmOptions opt;
+            opt.instance = t.e->name.data();
+            opt.launch = t.lo;
+            return gemm(d2, o, st, opt);
+          };
+          Timing tk;
+          if (Status st = time_launches(fn, s, kopt, tk); !st.ok()) {
+            std::printf("   store A/B %s ldd N+%d: %s\n", t.name().c_str(), pad, st.to_string().c_str());
+            continue;
+          }
+          std::printf("   store A/B %-62s M-8, ldd N+%d: %8.2f us %7.1f GB/s\n", t.name().c_str(), pad, tk.median_ms * 1e3,
+                      row.bytes / (tk.median_ms * 1e-3) / 1e9);
+        }
+      }
     }
     if (tuned) {
       // ktune::gemm() as a user calls it: the first call tunes (outside the timing), then graph replays.
