@@ -156,7 +156,8 @@ TEST_CASE("conv constraint model: each conv rule with its reason") {
 TEST_CASE("conv default families: everything listed survives and is registered, names unique") {
   std::size_t expected = conv_valid_count<families::Sm80ConvOptimized> + conv_valid_count<families::Sm80ConvAnalytic> +
                          conv_valid_count<families::Sm80ConvFewChannels> + conv_valid_count<families::Sm80ConvFewChannels3> +
-                         conv_valid_count<families::Sm90ConvGemm1x1> + conv_valid_count<families::Sm90ConvIm2col>;
+                         conv_valid_count<families::Sm90ConvGemm1x1> + conv_valid_count<families::Sm90ConvIm2col> +
+                         conv_valid_count<families::Sm80ConvStem>;
   CHECK(conv_valid_count<families::Sm80ConvOptimized> == conv_family_size<families::Sm80ConvOptimized>);
   CHECK(conv_valid_count<families::Sm80ConvAnalytic> == conv_family_size<families::Sm80ConvAnalytic>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels> == conv_family_size<families::Sm80ConvFewChannels>);
@@ -166,7 +167,9 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
   CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 6);
   CHECK(conv_family_size<families::Sm90ConvIm2col> == 8);
   CHECK(conv_valid_count<families::Sm90ConvIm2col> == 8);
-  CHECK(expected == 14 + 14);
+  // first-layer stem: f16/bf16 x C = 4/3, one block shape
+  CHECK(conv_valid_count<families::Sm80ConvStem> == 4);
+  CHECK(expected == 14 + 14 + 4);
   CHECK(conv_table().size() == expected);
   std::set<std::string> names;
   for (const auto& e : conv_table().entries()) {
@@ -291,7 +294,7 @@ TEST_CASE("conv select: on an H200 the Hopper routes win where they apply") {
   CHECK(chosen(layer(32, 56, 256, 64, 1, 1)).config.iterator == ConvIterator::gemm1x1);
   CHECK(chosen(layer(32, 56, 64, 64, 3, 1)).config.iterator == ConvIterator::tma_im2col);
   CHECK(chosen(layer(32, 56, 256, 512, 1, 2)).config.iterator == ConvIterator::tma_im2col);
-  CHECK(chosen(layer(32, 224, 4, 64, 7, 2)).config.iterator == ConvIterator::few_channels);
+  CHECK(chosen(layer(32, 224, 4, 64, 7, 2)).config.iterator == ConvIterator::stem);
   CHECK(chosen(layer(2, 28, 12, 32, 3, 1)).config.iterator == ConvIterator::analytic);
   CHECK(chosen(layer(2, 28, 64, 32, 3, 1), ops(8)).config.iterator == ConvIterator::analytic);  // x not 16-byte aligned
   CHECK(chosen(layer(32, 28, 128, 128, 3, 1, DType::bf16)).config.gemm.math == MathOp::wgmma_bf16);
@@ -301,7 +304,8 @@ TEST_CASE("conv select: on an H200 the Hopper routes win where they apply") {
 TEST_CASE("conv select: the iterator follows C and the pointers' alignment") {
   CHECK(chosen_sm80(layer(32, 56, 64, 64, 3, 1)).config.iterator == ConvIterator::optimized);
   CHECK(chosen_sm80(layer(32, 56, 256, 64, 1, 1)).config.iterator == ConvIterator::optimized);
-  CHECK(chosen(layer(32, 224, 4, 64, 7, 2)).config.iterator == ConvIterator::few_channels);
+  CHECK(chosen(layer(32, 224, 4, 64, 7, 2)).config.iterator == ConvIterator::stem);
+  CHECK(chosen(layer(32, 224, 3, 64, 7, 2)).config.iterator == ConvIterator::stem);
   CHECK(chosen(layer(32, 224, 4, 64, 7, 2)).config.channels == 4);
   CHECK(chosen(layer(32, 224, 3, 64, 7, 2)).config.channels == 3);
   CHECK(chosen(layer(2, 28, 12, 32, 3, 1)).config.iterator == ConvIterator::analytic);

@@ -297,6 +297,13 @@ Conv2dDesc conv_problem(const ConvConfig& c, int variant) {
   d.epilogue.bias = true;
   d.epilogue.residual = true;
   d.epilogue.activation = Activation::relu;
+  if (c.iterator == ConvIterator::stem) {  // the stem's shape: C = its channels, 7x7/2 pad 3, K ≤ 64
+    d.c = c.channels;
+    d.k = variant == 0 ? 64 : 24;
+    d.r = d.s = 7;
+    d.pad_h = d.pad_w = 3;
+    d.stride_h = d.stride_w = 2;
+  }
   return d;
 }
 

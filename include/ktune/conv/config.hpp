@@ -14,6 +14,10 @@
 //                 row-major A, the filters as a column-major C×K B); runs the sm90 GEMM kernel as is.
 //   tma_im2col    any filter: A tiles come from TMA's im2col mode (one BM-pixel × 64-channel box per
 //                 filter tap and channel block), B from a 3-D TMA map over the KRSC filters.
+// First-layer stems (mma.sync, sm_80+; its own persistent kernel, kernel/stem.cuh, rules in conv/stem.hpp):
+//   stem          C ≤ 4, stride_w 2, R, S ≤ 8, K ≤ 64: the input rows a tile needs are copied to shared
+//                 memory once (C padded to 4), the whole filter stays in shared memory, and the A
+//                 fragments are read straight from the rows (one filter row = S·4 ≤ 32 contiguous values).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -27,7 +31,7 @@
 
 namespace ktune {
 
-enum class ConvIterator : std::uint8_t { analytic, optimized, few_channels, gemm1x1, tma_im2col };
+enum class ConvIterator : std::uint8_t { analytic, optimized, few_channels, gemm1x1, tma_im2col, stem };
 
 // Iterators that run on the Hopper (TMA + wgmma) mainloop rather than the mma.sync one.
 constexpr bool is_sm90_iterator(ConvIterator i) { return i == ConvIterator::gemm1x1 || i == ConvIterator::tma_im2col; }
@@ -39,6 +43,7 @@ constexpr std::string_view to_string(ConvIterator i) {
     case ConvIterator::few_channels: return "few_channels";
     case ConvIterator::gemm1x1: return "gemm1x1";
     case ConvIterator::tma_im2col: return "tma_im2col";
+    case ConvIterator::stem: return "stem";
   }
   return "?";
 }
@@ -46,7 +51,7 @@ constexpr std::string_view to_string(ConvIterator i) {
 struct ConvConfig {
   GemmConfig gemm{};                              // A row-major (im2col), B column-major (KRSC filters)
   ConvIterator iterator = ConvIterator::optimized;
-  int channels = 0;                               // few_channels: the C it is specialized for; else 0
+  int channels = 0;                               // few_channels, stem: the C it is specialized for; else 0
 
   constexpr DType operand() const { return gemm.operand(); }
   constexpr int align() const { return gemm.align; }
@@ -73,7 +78,7 @@ constexpr ConvInstanceName conv_instance_name(const ConvConfig& c) {
   if (c.iterator == ConvIterator::gemm1x1) return s.append("conv_gemm1x1+").append(instance_name(c.gemm).view());
   s.append("ktune_conv2d_fprop_sm").append(c.gemm.arch_cc).append('_').append(math_short_name(c.gemm.math));
   s.append('_').append(to_string(c.iterator));
-  if (c.iterator == ConvIterator::few_channels) s.append("_c").append(c.channels);
+  if (c.iterator == ConvIterator::few_channels || c.iterator == ConvIterator::stem) s.append("_c").append(c.channels);
   s.append('_').append(c.gemm.tile.m).append('x').append(c.gemm.tile.n).append('x').append(c.gemm.tile.k);
   s.append("_w").append(c.gemm.warp.m).append('x').append(c.gemm.warp.n);
   s.append("_s").append(c.gemm.stages).append("_a").append(c.gemm.align);
@@ -91,6 +96,8 @@ enum class ConvRule {
   iterator_vector,   // optimized: 16-byte vectors; few_channels: the widest vector dividing C
   chunk_mapping,     // whole 16-byte chunks per thread, the block's threads covering whole chunk rows
   gather_rows,       // at most conv_max_gather_rows rows of A per thread (row coordinates in registers)
+  stem_shape,        // stem: 64x64 warp tiles covering all 64 output channels, BK = 32, double-buffered rows
+  stem_channels,     // stem: C in [1, 4]; 8-byte copies of whole pixels for C = 4, scalar loads else
 };
 
 constexpr std::string_view rule_name(ConvRule r) {
@@ -102,6 +109,8 @@ constexpr std::string_view rule_name(ConvRule r) {
     case ConvRule::iterator_vector: return "conv_iterator_vector";
     case ConvRule::chunk_mapping: return "conv_chunk_mapping";
     case ConvRule::gather_rows: return "conv_gather_rows";
+    case ConvRule::stem_shape: return "conv_stem_shape";
+    case ConvRule::stem_channels: return "conv_stem_channels";
   }
   return "?";
 }
@@ -129,6 +138,12 @@ struct ConvVerdict {
         return "16-byte chunks of the A tile (" + n(value) + ") do not map evenly onto " + n(limit) + " threads";
       case ConvRule::gather_rows:
         return "each thread would gather " + n(value) + " rows of A, at most " + n(limit) + " fit in registers";
+      case ConvRule::stem_shape:
+        return "the stem kernel runs 64x64 warp tiles over all 64 output channels (tile BMx64x32, BM a multiple of 64, "
+               "at most 8 warps, 2 stages of input rows)";
+      case ConvRule::stem_channels:
+        return "the stem kernel takes C in [1, 4] with 4-element (8-byte) pixel copies for C = 4 and scalar loads "
+               "otherwise; configuration has C = " + n(value) + ", vector " + n(limit);
     }
     return "?";
   }
@@ -142,12 +157,30 @@ constexpr ConvVerdict conv_require(bool cond, ConvRule rule, long long value, lo
 // The widest vector (elements, a power of two ≤ 8) that divides C.
 constexpr int widest_vector_dividing(long long c) { return c % 8 == 0 ? 8 : c % 4 == 0 ? 4 : c % 2 == 0 ? 2 : 1; }
 
+// The stem kernel's rules (kernel/stem.cuh): one warp tile is 64 pixels × 64 output channels; a k-step
+// pair covers one filter row (BK = 32 = 8 taps × 4 channels); two buffers of input rows.
+inline constexpr int stem_warp_m = 64, stem_tile_n = 64, stem_tile_k = 32, stem_stages = 2, stem_max_warps = 8;
+constexpr bool stem_shape_ok(const GemmConfig& g) {
+  return g.tile.n == stem_tile_n && g.warp.n == stem_tile_n && g.warp.m == stem_warp_m && g.tile.k == stem_tile_k &&
+         g.tile.m % stem_warp_m == 0 && g.tile.m >= stem_warp_m && g.tile.m / stem_warp_m <= stem_max_warps &&
+         g.stages == stem_stages;
+}
+constexpr bool stem_channels_ok(const ConvConfig& c) {
+  return c.channels >= 1 && c.channels <= 4 && c.gemm.align == (c.channels == 4 ? 4 : 1);
+}
+constexpr ConvVerdict validate_stem(const ConvConfig& c) {
+  if (auto v = conv_require(stem_shape_ok(c.gemm), ConvRule::stem_shape, c.gemm.tile.m, 0); !v.ok()) return v;
+  return conv_require(stem_channels_ok(c), ConvRule::stem_channels, c.channels, c.gemm.align);
+}
+
 constexpr ConvVerdict validate(const ConvConfig& c, const ArchTraits& arch) {
   const GemmConfig& g = c.gemm;
   const bool math_ok = is_sm90_iterator(c.iterator) ? (g.math == MathOp::wgmma_f16 || g.math == MathOp::wgmma_bf16)
                                                     : (g.math == MathOp::mma_f16 || g.math == MathOp::mma_bf16);
   if (auto v = conv_require(math_ok, ConvRule::math, 0, 0); !v.ok()) return v;
   if (auto v = conv_require(g.a_layout == Layout::row && g.b_layout == Layout::col, ConvRule::layout, 0, 0); !v.ok()) return v;
+  // The stem kernel has its own mainloop and resources (conv/stem.hpp), not the GEMM's.
+  if (c.iterator == ConvIterator::stem) return validate_stem(c);
   if (const Verdict gv = validate(g, arch); !gv.ok()) return ConvVerdict{ConvRule::gemm, gv, 0, 0};
   // Hopper iterators load whole tiles with TMA: the GEMM's sm90 rules (swizzle rows, TMA boxes, 16-byte
   // alignment, shared memory, registers) are all there is.
@@ -175,6 +208,16 @@ constexpr ConvVerdict validate(const ConvConfig& c, const ArchTraits& arch) {
 // addresses replaced by the gather state (per row: pixel offset, h0, w0, and an address; per k-tile:
 // the tap and channel of the thread's chunk).
 constexpr GemmResources conv_resources(const ConvConfig& c) {
+  if (c.iterator == ConvIterator::stem) {
+    // Threads; shared memory without the input rows (filters for R = 8 and the per-warp store staging;
+    // the rows depend on the problem: stem_smem_bytes, checked by can_implement); registers: 128
+    // accumulators, two buffers of A and B fragments (64), addresses and masks.
+    GemmResources r;
+    r.threads = c.gemm.threads();
+    r.smem_bytes = 8 * stem_tile_n * stem_tile_k * 2 + (c.gemm.tile.m / stem_warp_m) * stem_warp_m * stem_tile_n * 2;
+    r.registers = 232;
+    return r;
+  }
   GemmResources r = estimate_resources(c.gemm);
   if (is_sm90_iterator(c.iterator)) return r;  // the GEMM kernel's resources (TMA: no gather state)
   const int threads = c.gemm.threads();

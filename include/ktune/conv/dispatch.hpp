@@ -14,6 +14,7 @@
 #include "ktune/arch.hpp"
 #include "ktune/conv/config.hpp"
 #include "ktune/conv/problem.hpp"
+#include "ktune/conv/stem.hpp"
 #include "ktune/dispatch.hpp"
 #include "ktune/gemm/heuristic.hpp"
 
@@ -90,6 +91,9 @@ inline Status can_implement(const ConvKernelEntry& e, const Conv2dDesc& d, const
       if (d.c != c.channels)
         return error(StatusCode::unsupported,
                      "few_channels iterator is specialized for C = " + n(c.channels) + ", problem has C = " + n(d.c));
+      break;
+    case ConvIterator::stem:
+      KTUNE_RETURN_IF_ERROR(stem_can_implement(c, d, dev != nullptr ? dev->smem_optin_bytes : 0));
       break;
     case ConvIterator::optimized:
     case ConvIterator::analytic:
@@ -177,6 +181,7 @@ inline GemmDesc implicit_gemm_of(const Conv2dDesc& d) {
 constexpr int gather_rank(const ConvConfig& c) {
   switch (c.iterator) {
     case ConvIterator::gemm1x1: return 0;
+    case ConvIterator::stem: return 0;  // C ≤ 4 only, where neither Hopper route applies
     case ConvIterator::tma_im2col: return 1;
     case ConvIterator::optimized: return 2;
     case ConvIterator::few_channels: return 3;
@@ -191,7 +196,7 @@ constexpr int gather_rank(const ConvConfig& c) {
 // multiprocessor — there 64-row tiles with BK = 64 are (by 5–25%). 0 for the preferred shape, more
 // for worse matches; the GEMM cost model breaks ties.
 inline int conv_tile_mismatch(const ConvConfig& c, const Conv2dDesc& d, const DeviceInfo& dev) {
-  if (is_sm90_iterator(c.iterator)) return 0;  // the mma.sync policy; Hopper tiles go by the cost model
+  if (is_sm90_iterator(c.iterator) || c.iterator == ConvIterator::stem) return 0;  // the mma.sync policy
   const ConvShape s = conv_shape(d);
   const double tiles_128x64 = double((s.m + 127) / 128) * double((d.k + 63) / 64);
   const bool deep_and_few = s.kgemm >= 1024 && tiles_128x64 < 4.0 * std::max(1, dev.sm_count);

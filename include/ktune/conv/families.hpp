@@ -56,6 +56,19 @@ struct Sm80ConvFewChannels3 {
   static constexpr int stages[] = {3};
 };
 
+// First-layer stems (C = 4 or 3, stride_w 2, filters up to 8x8, K ≤ 64; the ResNet-50 7x7/2 conv):
+// input rows staged once per tile, the filter resident, A fragments read straight from the rows
+// (conv/stem.hpp, kernel/stem.cuh). 4 warps of 64x64 (256-pixel tiles): two CTAs per multiprocessor
+// on a 224x224 image, 1568 tiles at N = 32 = 5.94 waves of 264.
+struct Sm80ConvStem {
+  static constexpr std::string_view name = "sm80_conv_stem";
+  static constexpr const ArchTraits& arch = sm80;
+  static constexpr MathOp maths[] = {MathOp::mma_f16, MathOp::mma_bf16};
+  static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::stem, 4, 4}, {ConvIterator::stem, 1, 3}};
+  static constexpr ConvBlockShape blocks[] = {{{256, 64, 32}, {64, 64}, 2}};
+  static constexpr int stages[] = {2};
+};
+
 // ---- Hopper (sm_90a): the GEMM's TMA + wgmma warp-specialized persistent kernel ------------------------
 // Block shapes: one wgmma warpgroup tile per consumer (WM×WN, WN = one instruction's N); two consumer
 // warpgroups but for 64x64 (one, 104 registers, two CTAs per multiprocessor). At N = 32 the ResNet-50

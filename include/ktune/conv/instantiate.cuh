@@ -6,6 +6,7 @@
 #include "ktune/conv/family.hpp"
 #include "ktune/conv/kernel/conv_kernel.cuh"
 #include "ktune/conv/kernel/sm90_conv.cuh"
+#include "ktune/conv/kernel/stem.cuh"
 
 namespace ktune {
 
@@ -26,6 +27,9 @@ ConvKernelEntry make_conv_entry() {
   else if constexpr (it == ConvIterator::tma_im2col)  // the sm90 GEMM kernel with a TMA im2col producer
     return ConvKernelEntry{Cfg::name.view(), F::name, Cfg::value, conv_resources(Cfg::value),
                            &kernel::sm90::launch_conv_im2col<Cfg>, &kernel::sm90::conv_im2col_attributes<Cfg>};
+  else if constexpr (it == ConvIterator::stem)  // first-layer stem: its own persistent kernel (kernel/stem.cuh)
+    return ConvKernelEntry{Cfg::name.view(), F::name, Cfg::value, conv_resources(Cfg::value),
+                           &kernel::launch_conv_stem<Cfg>, &kernel::conv_stem_attributes<Cfg>};
   else
     return ConvKernelEntry{Cfg::name.view(), F::name, Cfg::value, conv_resources(Cfg::value),
                            &kernel::launch_conv_builtin<Cfg>, &kernel::conv_attributes_of<Cfg>};

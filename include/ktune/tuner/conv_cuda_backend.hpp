@@ -88,7 +88,7 @@ class CudaConvBackend : public ConvTuningBackend {
 };
 
 // The most conservative conv instances first: mma.sync before the Hopper routes, analytic before
-// few-channels before optimized, narrowest vectors, smallest tile, then the name.
+// few-channels before optimized (the stem last), narrowest vectors, smallest tile, then the name.
 inline void sort_conv_references(std::vector<const ConvKernelEntry*>& refs) {
   auto iterator_order = [](ConvIterator i) {
     switch (i) {
@@ -97,8 +97,9 @@ inline void sort_conv_references(std::vector<const ConvKernelEntry*>& refs) {
       case ConvIterator::optimized: return 2;
       case ConvIterator::gemm1x1: return 3;
       case ConvIterator::tma_im2col: return 4;
+      case ConvIterator::stem: return 5;  // its own kernel: the least conservative reference
     }
-    return 5;
+    return 6;
   };
   std::stable_sort(refs.begin(), refs.end(), [&](const ConvKernelEntry* a, const ConvKernelEntry* b) {
     const int ia = iterator_order(a->config.iterator), ib = iterator_order(b->config.iterator);

@@ -11,6 +11,7 @@ namespace ktune::detail {
   register_conv_family<families::Sm80ConvAnalytic>();
   register_conv_family<families::Sm80ConvFewChannels>();
   register_conv_family<families::Sm80ConvFewChannels3>();
+  register_conv_family<families::Sm80ConvStem>();
   register_conv_family<families::Sm90ConvGemm1x1>();
   register_conv_family<families::Sm90ConvIm2col>();
   return true;

@@ -1,0 +1,461 @@
+// ktune/conv/kernel/stem.cuh — the first-layer stem kernel (C ≤ 4, stride_w 2, R, S ≤ 8, K ≤ 64; the
+// ResNet-50 7×7/2 conv on 224×224×3 or ×4 images) and its launcher. Why it works and what it needs:
+// conv/stem.hpp.
+//
+// Persistent CTAs of BM/64 warps walk tiles of BM consecutive output pixels of one image. Per tile:
+//   1. the input rows under the tile's output rows go to shared memory as 8-byte pixels (4 channels,
+//      zero past C), zero-filled outside the image (cp.async for C = 4, loaded ahead into the other of
+//      two buffers while the current tile computes);
+//   2. each warp computes 64 pixels × 64 channels with mma.sync m16n8k16: for filter row r and k-step
+//      kk, lane row m = pixel (p, q) reads its 16-byte A piece at row_base(p, r) + q·16 + kk·32 + piece·16
+//      (ldmatrix; the 8 rows of a matrix are 128 contiguous bytes: no bank conflicts); B (the filter,
+//      64 × 32 values per r, swizzled) stays in shared memory for the kernel's lifetime. Taps ≥ S are
+//      masked to zero in the A fragments (so a non-finite pixel beyond the filter is never multiplied);
+//   3. the epilogue: alpha, bias, activation and clamp in registers, packed to f16/bf16 into a per-warp
+//      staging tile, then 16-byte fully coalesced stores (a pixel's 64 channels are 128 contiguous bytes
+//      of y); other epilogues (beta, residual, f32 output, K < 64) go through the GEMM's epilogue_store.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_pipeline_primitives.h>
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "ktune/conv/dispatch.hpp"
+#include "ktune/conv/stem.hpp"
+#include "ktune/device.hpp"
+#include "ktune/epilogue/builtin.cuh"
+#include "ktune/epilogue/chunk.cuh"
+#include "ktune/gemm/kernel/gemm_kernel.cuh"
+#include "ktune/gemm/kernel/mma_sm80.cuh"
+#include "ktune/gemm/kernel/smem.cuh"
+
+namespace ktune::kernel {
+
+struct StemGeometry {
+  int h, w, c, k, r, s;           // input height, width, channels; output channels; filter
+  int pq, q;                      // output pixels per image, output width
+  int pad_h, pad_w, stride_h, dil_h;
+  int tiles_per_image, tiles;     // BM-pixel tiles
+  int rows_cap, row_pixels, pitch;  // conv/stem.hpp StemLayout
+  int rows_offset;                // bytes from the start of shared memory to the first row buffer
+  int rows_bytes;                 // bytes per row buffer
+  bool fast_store;                // f16/bf16 y, K = 64, 16-byte aligned y, beta = 0, no residual
+};
+
+template <class EpiParams>
+struct StemParams {
+  GemmParams<EpiParams> g;  // the epilogue's view: d = y (ldd = K), m = N·P·Q, n = K, ep, d_type, d_vec4
+  const void* x;
+  const void* w;
+  StemGeometry geo;
+};
+
+// One filter row's 64 × 32 values: ldmatrix-friendly swizzled rows of 64 bytes (the GEMM's tile).
+template <class T>
+using StemFilterTile = SwizzledTile<T, stem_tile_n, stem_tile_k>;
+
+template <ConvConfig CC, class T>
+struct StemKernel {
+  static constexpr int BM = CC.gemm.tile.m, warps = BM / stem_warp_m, threads = warps * 32;
+  static constexpr int MI = stem_warp_m / 16, NI = stem_tile_n / 8;
+  static constexpr int C = CC.channels;
+  static constexpr MathOp math = CC.gemm.math;
+  using FilterTile = StemFilterTile<T>;
+  static_assert(FilterTile::bytes == stem_filter_row_bytes, "conv/stem.hpp sizes the filter rows");
+  static_assert(sizeof(T) == 2, "f16/bf16 operands");
+
+  using Acc = float[MI][NI][4];
+
+  // ---- Loads ---------------------------------------------------------------------------------------
+  // The zero-padded filter: row r at r·FilterTile::bytes, [k][s·4 + c]; 16-byte chunks of 8 values
+  // (taps 2·kc/8 and 2·kc/8 + 1). C = 4: a tap is one 8-byte load (w is 8-byte aligned: can_implement);
+  // else scalar loads. All loads of a batch of chunks are issued before their stores.
+  __device__ __forceinline__ static void load_filters(char* sf, const T* w, const StemGeometry& g) {
+    const int chunks = g.r * stem_tile_n * (stem_tile_k / 8);
+    constexpr int batch = 4;
+    for (int i0 = threadIdx.x; i0 < chunks; i0 += batch * threads) {
+      uint4 v[batch];
+#pragma unroll
+      for (int b = 0; b < batch; ++b) {
+        const int i = i0 + b * threads;
+        const int r = i / (stem_tile_n * 4), rem = i - r * (stem_tile_n * 4), k = rem >> 2, s0 = (rem & 3) * 2;
+        std::uint32_t e[4] = {0, 0, 0, 0};
+        if (i < chunks && k < g.k) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int s = s0 + h;
+            if (s >= g.s) continue;
+            const T* tap = w + ((k * g.r + r) * g.s + s) * C;
+            if constexpr (C == 4) {
+              const uint2 x = __ldg(reinterpret_cast<const uint2*>(tap));
+              e[2 * h] = x.x;
+              e[2 * h + 1] = x.y;
+            } else {
+              const auto* t16 = reinterpret_cast<const unsigned short*>(tap);
+              e[2 * h] = __ldg(t16);
+              if constexpr (C > 1) e[2 * h] |= std::uint32_t(__ldg(t16 + 1)) << 16;
+              if constexpr (C > 2) e[2 * h + 1] = __ldg(t16 + 2);
+            }
+          }
+        }
+        v[b] = make_uint4(e[0], e[1], e[2], e[3]);
+      }
+#pragma unroll
+      for (int b = 0; b < batch; ++b) {
+        const int i = i0 + b * threads;
+        if (i >= chunks) break;
+        const int r = i / (stem_tile_n * 4), rem = i - r * (stem_tile_n * 4), k = rem >> 2, kc = (rem & 3) * 8;
+        *reinterpret_cast<uint4*>(sf + r * FilterTile::bytes + FilterTile::offset(k, kc)) = v[b];
+      }
+    }
+  }
+
+  struct TileCoord {
+    int n, m0, p_first, rows;  // image, first pixel in the image, first output row, input rows needed
+  };
+  __device__ __forceinline__ static TileCoord tile_coord(const StemGeometry& g, int t) {
+    TileCoord c;
+    c.n = t / g.tiles_per_image;
+    c.m0 = (t - c.n * g.tiles_per_image) * BM;
+    c.p_first = c.m0 / g.q;
+    const int p_last = (min(c.m0 + BM, g.pq) - 1) / g.q;
+    c.rows = (p_last - c.p_first) * g.stride_h + (g.r - 1) * g.dil_h + 1;
+    return c;
+  }
+
+  // The input rows of tile t into the row buffer at `rows`: pixel j of row i is input pixel
+  // (h_first + i, j − pad_w), zero outside the image. C = 4: asynchronous 8-byte copies (zero-filling).
+  // C < 4: scalar loads through registers, a batch of pixels per thread in flight before the 8-byte
+  // shared stores (synchronous, but the other buffer's tile computes meanwhile in the other CTA).
+  __device__ __forceinline__ static void load_rows(char* rows, const T* x, const StemGeometry& g, int t) {
+    const TileCoord tc = tile_coord(g, t);
+    const int h_first = tc.p_first * g.stride_h - g.pad_h;
+    const T* image = x + std::int64_t(tc.n) * g.h * g.w * C;
+    if constexpr (C == 4) {
+      for (int i = 0; i < tc.rows; ++i) {
+        const int h = h_first + i;
+        const bool h_in = unsigned(h) < unsigned(g.h);
+        const T* src_row = image + (h_in ? h : 0) * g.w * C;
+        char* dst_row = rows + i * g.pitch;
+        for (int j = threadIdx.x; j < g.row_pixels; j += threads) {
+          const int wi = j - g.pad_w;
+          const bool in = h_in && unsigned(wi) < unsigned(g.w);
+          __pipeline_memcpy_async(dst_row + j * stem_pixel_bytes, in ? src_row + wi * 4 : x, 8, in ? 0 : 8);
+        }
+      }
+    } else {
+      const int items = tc.rows * g.row_pixels;
+      constexpr int batch = 8;
+      for (int i0 = threadIdx.x; i0 < items; i0 += batch * threads) {
+        uint2 v[batch];
+#pragma unroll
+        for (int b = 0; b < batch; ++b) {
+          const int i = i0 + b * threads;
+          const int row = i / g.row_pixels, j = i - row * g.row_pixels;
+          const int h = h_first + row, wi = j - g.pad_w;
+          const bool in = i < items && unsigned(h) < unsigned(g.h) && unsigned(wi) < unsigned(g.w);
+          std::uint32_t lo = 0, hi = 0;
+          if (in) {
+            const auto* s = reinterpret_cast<const unsigned short*>(image + (h * g.w + wi) * C);
+            lo = __ldg(s);
+            if constexpr (C > 1) lo |= std::uint32_t(__ldg(s + 1)) << 16;
+            if constexpr (C > 2) hi = __ldg(s + 2);
+          }
+          v[b] = make_uint2(lo, hi);
+        }
+#pragma unroll
+        for (int b = 0; b < batch; ++b) {
+          const int i = i0 + b * threads;
+          if (i >= items) break;
+          const int row = i / g.row_pixels, j = i - row * g.row_pixels;
+          *reinterpret_cast<uint2*>(rows + row * g.pitch + j * stem_pixel_bytes) = v[b];
+        }
+      }
+    }
+  }
+
+  // ---- Math ----------------------------------------------------------------------------------------
+  // Byte offset (inside a row buffer) of this lane's A rows for each m16 fragment of its warp's tile.
+  __device__ __forceinline__ static void a_offsets(int (&off)[MI], const StemGeometry& g, const TileCoord& tc, int warp,
+                                                   int lane) {
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+      int m = tc.m0 + warp * stem_warp_m + i * 16 + (lane & 15);
+      if (m >= g.pq) m = tc.m0;  // past the image: any row that exists; its result is never stored
+      const int p = m / g.q, q = m - p * g.q;
+      off[i] = (p - tc.p_first) * g.stride_h * g.pitch + q * 2 * stem_pixel_bytes + (lane >> 4) * 16;
+    }
+  }
+
+  __device__ __forceinline__ static void compute(Acc& acc, const char* rows, const char* sf, const StemGeometry& g,
+                                                 const int (&a_off)[MI], int lane) {
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NI; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+    // Taps ≥ S read as zero. Lane (g, t) holds columns 2t, 2t+1 (a0, a1) and 2t+8, 2t+9 (a2, a3) of a
+    // k16 step: taps kk·4 + t/2 and kk·4 + 2 + t/2.
+    const int t2 = (lane & 3) >> 1;
+    std::uint32_t mask[2][2];
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) mask[kk][h] = kk * 4 + h * 2 + t2 < g.s ? ~0u : 0u;
+    const int b_base = FilterTile::offset((lane >> 4) * 8 + (lane & 7), ((lane >> 3) & 1) * 8);
+    const int r_step = g.dil_h * g.pitch;
+
+    std::uint32_t fa[2][MI][4], fb[2][NI / 2][4];
+    auto load = [&](int buf, int r, int kk) {
+      const char* a = rows + r * r_step + kk * 32;
+      const char* b = sf + r * FilterTile::bytes;
+#pragma unroll
+      for (int i = 0; i < MI; ++i) {
+        ldmatrix_x4<false>(fa[buf][i], a + a_off[i]);
+        fa[buf][i][0] &= mask[kk][0];
+        fa[buf][i][1] &= mask[kk][0];
+        fa[buf][i][2] &= mask[kk][1];
+        fa[buf][i][3] &= mask[kk][1];
+      }
+#pragma unroll
+      for (int j = 0; j < NI / 2; ++j) ldmatrix_x4<false>(fb[buf][j], b + ((b_base + j * 16 * FilterTile::row_bytes) ^ (kk * 32)));
+    };
+    auto mmas = [&](int buf) {
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j) {
+          const std::uint32_t b2[2] = {fb[buf][j / 2][(j & 1) * 2], fb[buf][j / 2][(j & 1) * 2 + 1]};
+          mma<math>(acc[i][j], fa[buf][i], b2);
+        }
+    };
+    load(0, 0, 0);
+#pragma unroll 1
+    for (int r = 0; r < g.r; ++r) {
+      load(1, r, 1);
+      mmas(0);
+      if (r + 1 < g.r) load(0, r + 1, 0);
+      mmas(1);
+    }
+  }
+
+  // ---- Epilogue ------------------------------------------------------------------------------------
+  // Fast path: v = act(alpha·acc + bias) (clamped), packed to TOut in the warp's staging tile (64 rows
+  // of 128 bytes, 16-byte chunks XOR-swizzled by row), then stored 16 bytes per lane, 512 contiguous
+  // bytes per warp instruction.
+  template <class TOut>
+  __device__ __forceinline__ static void store_fast(const StemParams<epilogue::Builtin::Params>& p, Acc& acc,
+                                                    char* stage, std::int64_t pixel0, int valid, int lane) {
+    const auto& ep = p.g.ep;
+    const int gr = lane >> 2, t = lane & 3;
+    // This lane's bias columns 8j + 2t, 8j + 2t + 1 (K = 64 on this path): L1-resident after the first tile.
+    float bias[NI][2];
+    const auto* b = static_cast<const TOut*>(ep.bias);
+#pragma unroll
+    for (int j = 0; j < NI; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) bias[j][e] = b != nullptr ? epilogue::to_float(b[j * 8 + 2 * t + e]) : 0.0f;
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float v[2 * NI];
+#pragma unroll
+        for (int j = 0; j < NI; ++j) {
+          v[2 * j] = ep.alpha * acc[i][j][2 * h] + bias[j][0];
+          v[2 * j + 1] = ep.alpha * acc[i][j][2 * h + 1] + bias[j][1];
+        }
+        epilogue::activate(ep.activation, v);
+        if (ep.clamp) {
+#pragma unroll
+          for (int e = 0; e < 2 * NI; ++e) v[e] = fminf(fmaxf(v[e], ep.clamp_lo), ep.clamp_hi);
+        }
+        const int row = i * 16 + h * 8 + gr;
+#pragma unroll
+        for (int j = 0; j < NI; ++j) {
+          std::uint32_t packed;
+          if constexpr (std::is_same_v<TOut, __half>) {
+            const __half2 x = __floats2half2_rn(v[2 * j], v[2 * j + 1]);
+            packed = *reinterpret_cast<const std::uint32_t*>(&x);
+          } else {
+            const __nv_bfloat162 x = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
+            packed = *reinterpret_cast<const std::uint32_t*>(&x);
+          }
+          *reinterpret_cast<std::uint32_t*>(stage + row * 128 + ((j ^ (row & 7)) << 4) + t * 4) = packed;
+        }
+      }
+    __syncwarp();
+    auto* y = static_cast<uint4*>(p.g.d) + pixel0 * 8;  // 8 chunks of 16 bytes per pixel
+#pragma unroll
+    for (int it = 0; it < stem_warp_m / 4; ++it) {
+      const int row = it * 4 + (lane >> 3), chunk = lane & 7;
+      if (row < valid) {
+        const uint4 v = *reinterpret_cast<const uint4*>(stage + row * 128 + ((chunk ^ (row & 7)) << 4));
+        y[row * 8 + chunk] = v;
+      }
+    }
+  }
+
+  // Every other epilogue (beta, residual, f32 or K < 64 or unaligned y): the GEMM's epilogue_store on
+  // 4 columns at a time, one m16 fragment (16 rows, staged as fp32) after the other.
+  __device__ __forceinline__ static void store_general(const StemParams<epilogue::Builtin::Params>& p, Acc& acc,
+                                                       char* stage, std::int64_t pixel0, int valid, int lane) {
+    constexpr int stride = stem_tile_n + 4;  // floats per staged row
+    float* st = reinterpret_cast<float*>(stage);
+    const int gr = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+      __syncwarp();
+#pragma unroll
+      for (int j = 0; j < NI; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          *reinterpret_cast<float2*>(st + (gr + 8 * h) * stride + j * 8 + 2 * t) =
+              make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+      __syncwarp();
+#pragma unroll 1
+      for (int v = lane; v < 16 * (stem_tile_n / 4); v += 32) {
+        const int r = v / (stem_tile_n / 4), c = (v % (stem_tile_n / 4)) * 4;
+        if (i * 16 + r >= valid || c >= p.g.n) continue;
+        float x[4];
+        *reinterpret_cast<float4*>(x) = *reinterpret_cast<const float4*>(st + r * stride + c);
+        epilogue_store<epilogue::Builtin>(p.g, static_cast<int>(pixel0 + i * 16 + r), c, min(4, p.g.n - c), x);
+      }
+    }
+  }
+
+  __device__ static void run(const StemParams<epilogue::Builtin::Params>& p) {
+    extern __shared__ __align__(128) char smem[];
+    const StemGeometry& g = p.geo;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    char* sf = smem;
+    char* stage = smem + g.r * FilterTile::bytes + warp * stem_staging_bytes_per_warp;
+    char* const rows0 = smem + g.rows_offset;  // row buffer b at rows0 + b·rows_bytes
+    const T* x = static_cast<const T*>(p.x);
+
+    int t = blockIdx.x;
+    if (t < g.tiles) load_rows(rows0, x, g, t);
+    copy_commit();
+    load_filters(sf, static_cast<const T*>(p.w), g);
+    Acc acc;
+#pragma unroll 1
+    for (int it = 0; t < g.tiles; t += gridDim.x, ++it) {
+      const int next = t + gridDim.x;
+      if (next < g.tiles) load_rows(rows0 + ((it + 1) & 1) * g.rows_bytes, x, g, next);
+      copy_commit();
+      copy_wait<1>();
+      __syncthreads();  // tile t's rows (and, the first time, the filters) are visible to every warp
+
+      const TileCoord tc = tile_coord(g, t);
+      int a_off[MI];
+      a_offsets(a_off, g, tc, warp, lane);
+      compute(acc, rows0 + (it & 1) * g.rows_bytes, sf, g, a_off, lane);
+      __syncthreads();  // every warp is done with this row buffer: the next iteration refills it
+
+      const int m_warp = tc.m0 + warp * stem_warp_m;
+      const int valid = min(stem_warp_m, g.pq - m_warp);
+      if (valid > 0) {
+        const std::int64_t pixel0 = std::int64_t(tc.n) * g.pq + m_warp;
+        if (g.fast_store) {
+          if (p.g.d_type == DType::bf16) store_fast<__nv_bfloat16>(p, acc, stage, pixel0, valid, lane);
+          else store_fast<__half>(p, acc, stage, pixel0, valid, lane);
+        } else {
+          store_general(p, acc, stage, pixel0, valid, lane);
+        }
+      }
+    }
+    copy_wait<0>();
+  }
+};
+
+// CfgT::value is a ConvConfig with iterator == stem.
+template <class CfgT>
+__global__ void __launch_bounds__(CfgT::value.gemm.threads(), 1) conv2d_stem_kernel(const StemParams<epilogue::Builtin::Params> p) {
+  using T = element_t<operand_type(CfgT::value.gemm.math)>;
+  StemKernel<CfgT::value, T>::run(p);
+}
+
+// ---- Host side -------------------------------------------------------------------------------------
+
+template <class CfgT>
+Status launch_conv_stem(const Conv2dDesc& d, const Conv2dOperands& ops, const ConvLaunchOptions&, cudaStream_t stream) {
+  constexpr ConvConfig CC = CfgT::value;
+  constexpr auto kernel = conv2d_stem_kernel<CfgT>;
+  DeviceInfo dev;
+  KTUNE_RETURN_IF_ERROR(current_device(dev));
+  const StemLayout l = stem_layout(CC, d);
+  if (l.smem_bytes == 0 || l.smem_bytes > dev.smem_optin_bytes)
+    return error(StatusCode::unsupported, "stem: shared memory for the input rows exceeds the device limit");
+  KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(dev.smem_optin_bytes));  // once per device: the most any problem may need
+  // Resident CTAs per multiprocessor for this problem's shared memory (the persistent grid's size).
+  static std::atomic<std::int64_t> occupancy_cache{0};  // (smem bytes << 8) | blocks
+  const std::int64_t cached = occupancy_cache.load(std::memory_order_relaxed);
+  int per_sm = 0;
+  if ((cached >> 8) == l.smem_bytes) {
+    per_sm = static_cast<int>(cached & 0xff);
+  } else {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, CC.gemm.threads(), l.smem_bytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      per_sm = 1;
+    }
+    per_sm = per_sm > 0 ? per_sm : 1;
+    occupancy_cache.store((std::int64_t{l.smem_bytes} << 8) | per_sm, std::memory_order_relaxed);
+  }
+
+  const ConvShape s = conv_shape(d);
+  StemParams<epilogue::Builtin::Params> p{};
+  p.g.m = static_cast<int>(s.m);
+  p.g.n = static_cast<int>(d.k);
+  p.g.k = static_cast<int>(s.kgemm);
+  p.g.d = ops.y;
+  p.g.ldd = d.k;
+  p.g.d_type = d.out_type;
+  p.g.d_vec4 = alignment_of(d, ops).y % 4 == 0;
+  p.g.raster_group = 1;
+  p.g.ep = epilogue::make_builtin_params(d.epilogue, ops.y, d.k, ops.bias, ops.residual, d.k);
+  p.x = ops.x;
+  p.w = ops.w;
+  StemGeometry& g = p.geo;
+  g.h = static_cast<int>(d.h);
+  g.w = static_cast<int>(d.w);
+  g.c = static_cast<int>(d.c);
+  g.k = static_cast<int>(d.k);
+  g.r = static_cast<int>(d.r);
+  g.s = static_cast<int>(d.s);
+  g.pq = static_cast<int>(s.p * s.q);
+  g.q = static_cast<int>(s.q);
+  g.pad_h = static_cast<int>(d.pad_h);
+  g.pad_w = static_cast<int>(d.pad_w);
+  g.stride_h = static_cast<int>(d.stride_h);
+  g.dil_h = static_cast<int>(d.dil_h);
+  const std::int64_t tiles_per_image = ceil_div(s.p * s.q, std::int64_t{CC.gemm.tile.m});
+  const std::int64_t tiles = tiles_per_image * d.n;
+  if (tiles > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
+  g.tiles_per_image = static_cast<int>(tiles_per_image);
+  g.tiles = static_cast<int>(tiles);
+  g.rows_cap = l.rows_cap;
+  g.row_pixels = l.row_pixels;
+  g.pitch = l.pitch;
+  g.rows_offset = l.filter_bytes + l.staging_bytes;
+  g.rows_bytes = l.rows_bytes;
+  const auto y_addr = reinterpret_cast<std::uintptr_t>(ops.y);
+  g.fast_store = (d.out_type == DType::f16 || d.out_type == DType::bf16) && d.k == stem_max_k && y_addr % 16 == 0 &&
+                 d.epilogue.beta == 0.0f && !d.epilogue.residual;
+
+  const std::int64_t slots = std::int64_t{dev.sm_count > 0 ? dev.sm_count : 1} * per_sm;
+  const unsigned grid = static_cast<unsigned>(tiles < slots ? tiles : slots);
+  kernel<<<grid, CC.gemm.threads(), l.smem_bytes, stream>>>(p);
+  return cuda_status(cudaGetLastError(), "conv2d stem kernel launch");
+}
+
+template <class CfgT>
+cudaError_t conv_stem_attributes(cudaFuncAttributes* a) {
+  return cudaFuncGetAttributes(a, conv2d_stem_kernel<CfgT>);
+}
+
+}  // namespace ktune::kernel

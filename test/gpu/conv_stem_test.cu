@@ -1,0 +1,279 @@
+// GPU tests of the first-layer stem conv family (conv/stem.hpp, kernel/stem.cuh): every stem instance,
+// run by name, against a float64 CPU reference on small stems (C = 3 and 4, K = 64 and K < 64, odd H and
+// W, tiles spanning several output rows from any column, the last tile of an image partial, padding
+// and stride corners, filters 1x1 to 8x8, dilation in H, images smaller than the filter, more tiles than
+// resident CTAs) with random non-zero data, NaN-poisoned outputs and guard bands, every epilogue and
+// output type; the full ResNet-50 stem (N = 32, 224x224, C = 4 and 3) against the few-channels
+// instances; the reasons a stem instance gives for problems it cannot run; no spills.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "conv_problem.hpp"
+#include "gpu/conv_util.cuh"
+
+using namespace ktconv;
+
+namespace {
+
+template <class... A>
+Conv2dDesc P(A... a) {
+  return ktune::test::conv_problem(a...);
+}
+
+struct Named {
+  const char* what;
+  Conv2dDesc d;  // C is set per instance
+};
+
+// (N, H, W, C, K, R, S, pad_h, pad_w, stride_h, stride_w = 2, dil_h, dil_w = 1)
+const std::vector<Named>& stem_problems() {
+  static const std::vector<Named> v = {
+      {"7x7/2 pad 3, odd 17x23, K=64", P(2, 17, 23, 4, 64, 7, 7, 3, 3, 2, 2)},
+      {"7x7/2 pad 3, 40x50: 2 tiles per image, rows spanned from column 6", P(3, 40, 50, 4, 64, 7, 7, 3, 3, 2, 2)},
+      {"7x7/2 pad 3, K=13 (odd, partial epilogue)", P(2, 17, 19, 4, 13, 7, 7, 3, 3, 2, 2)},
+      {"7x7/2 pad 3, K=40", P(1, 21, 21, 4, 40, 7, 7, 3, 3, 2, 2)},
+      {"3x3/2 pad 1, K=64", P(2, 15, 16, 4, 64, 3, 3, 1, 1, 2, 2)},
+      {"5x5 stride 1x2, no padding", P(2, 13, 18, 4, 64, 5, 5, 0, 0, 1, 2)},
+      {"8x8/2 pad 0/3 (S = 8: no masked tap)", P(2, 16, 22, 4, 64, 8, 8, 0, 3, 2, 2)},
+      {"1x1 stride 3x2", P(2, 11, 12, 4, 24, 1, 1, 0, 0, 3, 2)},
+      {"2x7, pad 1/5, stride 2, dilation 3 in H", P(2, 19, 17, 4, 64, 2, 7, 1, 5, 2, 2, 3, 1)},
+      {"image 3x3 smaller than the 7x7 filter", P(2, 3, 3, 4, 64, 7, 7, 3, 3, 2, 2)},
+      {"64x64 image: a tile is 8 whole output rows", P(2, 64, 64, 4, 64, 7, 7, 3, 3, 2, 2)},
+      {"300 tiny images: more tiles than resident CTAs", P(300, 8, 8, 4, 64, 7, 7, 3, 3, 2, 2)},
+      {"6x7 filter, asymmetric pad 2/1, stride 3", P(2, 23, 21, 4, 64, 6, 7, 2, 1, 3, 2)},
+  };
+  return v;
+}
+
+std::vector<EpilogueSpec> epilogues() {
+  std::vector<EpilogueSpec> v;
+  v.push_back(bias_activation(Activation::relu));  // the headline (fast store path)
+  v.push_back(bias_activation(Activation::gelu_tanh));
+  v.push_back(bias_activation(Activation::silu));
+  v.push_back(bias_activation(Activation::gelu_erf));
+  v.push_back(EpilogueSpec{});
+  EpilogueSpec e;
+  e.alpha = 2.0f;
+  e.clamp = true;
+  e.clamp_lo = -0.5f;
+  e.clamp_hi = 0.25f;
+  v.push_back(e);  // alpha + clamp (fast path)
+  e = EpilogueSpec{};
+  e.residual = true;
+  e.bias = true;
+  e.activation = Activation::relu;
+  v.push_back(e);  // bias + residual + relu (general path)
+  v.push_back(linear_combination(0.5f, 0.75f));  // beta reads y (general path)
+  return v;
+}
+
+const DeviceInfo& this_device() {
+  static const DeviceInfo dev = [] {
+    DeviceInfo d;
+    REQUIRE(current_device(d).ok());
+    return d;
+  }();
+  return dev;
+}
+
+std::vector<const ConvKernelEntry*> stem_instances() {
+  std::vector<const ConvKernelEntry*> v;
+  for (const auto& e : conv_table().entries())
+    if (e.config.iterator == ConvIterator::stem && this_device().cc >= e.config.gemm.arch_cc) v.push_back(&e);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("conv stem: every stem instance on small stems vs float64, every epilogue and output type") {
+  const auto stems = stem_instances();
+  REQUIRE(stems.size() >= 4);  // f16 and bf16, C = 4 and 3
+  const auto eps = epilogues();
+  const DType outs[] = {DType::f16, DType::bf16, DType::f32};
+  std::uint64_t seed = 7000;
+  for (const ConvKernelEntry* e : stems) {
+    for (const Named& p : stem_problems()) {
+      Conv2dDesc d = p.d;
+      d.c = e->config.channels;
+      d.type = e->config.operand();
+      const ConvCase c(d, seed++);
+      Conv2dOperands o;
+      o.x = c.x.data();
+      o.w = c.w.data();
+      const Status can = can_implement(*e, d, alignment_of(d, o), &this_device());
+      INFO(e->name << " on " << p.what << ": " << can.to_string());
+      REQUIRE(can.ok());
+      // bias + ReLU in every output type, then the other epilogues in turn
+      for (DType out : outs) {
+        const Check chk = run_and_check(c, eps[0], out, e->name.data(), seed++);
+        Conv2dDesc shown = d;
+        shown.out_type = out;
+        shown.epilogue = eps[0];
+        INFO(e->name << " on " << p.what << ": " << describe(shown) << ": " << chk.summary());
+        CHECK(chk.ok(tolerance(out)));
+      }
+      const EpilogueSpec& ep = eps[1 + seed % (eps.size() - 1)];
+      const DType out = outs[seed % 3];
+      const Check chk = run_and_check(c, ep, out, e->name.data(), seed++);
+      Conv2dDesc shown = d;
+      shown.out_type = out;
+      shown.epilogue = ep;
+      INFO(e->name << " on " << p.what << ": " << describe(shown) << ": " << chk.summary());
+      CHECK(chk.ok(tolerance(out)));
+    }
+    // Every epilogue x output type on one stem shape per instance.
+    Conv2dDesc d = P(2, 17, 23, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
+    d.type = e->config.operand();
+    const ConvCase c(d, seed++);
+    for (const EpilogueSpec& ep : eps)
+      for (DType out : outs) {
+        const Check chk = run_and_check(c, ep, out, e->name.data(), seed++);
+        Conv2dDesc shown = d;
+        shown.out_type = out;
+        shown.epilogue = ep;
+        INFO(e->name << ": " << describe(shown) << ": " << chk.summary());
+        CHECK(chk.ok(tolerance(out)));
+      }
+  }
+}
+
+TEST_CASE("conv stem: residual aliasing y, and y not 16-byte aligned") {
+  for (const ConvKernelEntry* e : stem_instances()) {
+    Conv2dDesc d = P(2, 17, 23, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
+    d.type = e->config.operand();
+    const ConvCase c(d, 31);
+    EpilogueSpec ep = bias_activation(Activation::relu);
+    ep.residual = true;
+    const Check chk = run_and_check(c, ep, d.type, e->name.data(), 32, nullptr, true);
+    INFO(e->name << ": " << describe(d) << ": " << chk.summary());
+    CHECK(chk.ok(tolerance(d.type)));
+  }
+  // y 2 bytes past 16-byte alignment: the general store path with scalar stores.
+  for (const ConvKernelEntry* e : stem_instances()) {
+    Conv2dDesc d = P(2, 17, 23, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
+    d.type = d.out_type = e->config.operand();
+    d.epilogue = bias_activation(Activation::relu);
+    const ConvCase c(d, 41);
+    Rng rng(42);
+    Tensor bias = random_tensor(d.out_type, d.k, rng);
+    Tensor y(d.out_type, conv_shape(d).y_elems, 1);
+    Conv2dOperands o;
+    o.x = c.x.data();
+    o.w = c.w.data();
+    o.y = y.data();
+    o.bias = bias.data();
+    ConvOptions opt;
+    opt.instance = e->name.data();
+    REQUIRE(conv2d(d, o, nullptr, opt).ok());
+    KTCONV_CUDA(cudaDeviceSynchronize());
+    const Check chk = check_output(y, reference_epilogue(d, c.acc, nullptr, &bias.vals, nullptr));
+    INFO(e->name << " with y misaligned: " << chk.summary());
+    CHECK(chk.ok(tolerance(d.out_type)));
+  }
+}
+
+TEST_CASE("conv stem: what a stem instance cannot run, and why") {
+  for (const ConvKernelEntry* e : stem_instances()) {
+    const int ch = e->config.channels;
+    auto why = [&](Conv2dDesc d, std::int64_t x_offset_elems = 0) {
+      d.type = e->config.operand();
+      Conv2dOperands o;
+      o.x = reinterpret_cast<const void*>(std::uintptr_t{4096} + 2 * x_offset_elems);
+      o.w = reinterpret_cast<const void*>(std::uintptr_t{1 << 20});
+      return can_implement(*e, d, alignment_of(d, o), &this_device());
+    };
+    CAPTURE(e->name);
+    CHECK(why(P(2, 17, 23, ch, 64, 7, 7, 3, 3, 2, 2)).ok());
+    Status s = why(P(2, 17, 23, ch + 1, 64, 7, 7, 3, 3, 2, 2));
+    CHECK(s.code() == StatusCode::unsupported);
+    CHECK(s.message().find("specialized for C = " + std::to_string(ch)) != std::string::npos);
+    s = why(P(2, 17, 23, ch, 64, 7, 7, 3, 3, 2, 1));
+    CHECK(s.message().find("stride_w = 2") != std::string::npos);
+    s = why(P(2, 17, 23, ch, 64, 7, 7, 3, 3, 2, 2, 1, 2));
+    CHECK(s.message().find("dil_w = 1") != std::string::npos);
+    s = why(P(2, 17, 23, ch, 64, 9, 7, 3, 3, 2, 2));
+    CHECK(s.message().find("filters up to 8x8") != std::string::npos);
+    s = why(P(2, 17, 23, ch, 65, 7, 7, 3, 3, 2, 2));
+    CHECK(s.message().find("up to 64 output channels") != std::string::npos);
+    s = why(P(1, 8, 40000, ch, 64, 7, 7, 3, 3, 2, 2));  // rows of 20000 output pixels do not fit
+    CHECK(s.code() == StatusCode::unsupported);
+    CHECK(s.message().find("shared memory") != std::string::npos);
+    if (ch == 4) {  // 8-byte pixel copies: x must be 8-byte aligned
+      s = why(P(2, 17, 23, ch, 64, 7, 7, 3, 3, 2, 2), 1);
+      CHECK(s.code() == StatusCode::misaligned);
+    }
+  }
+}
+
+TEST_CASE("conv stem: the ResNet-50 stem at N = 32 (C = 4 and 3) matches the few-channels instances") {
+  for (int ch : {4, 3}) {
+    Conv2dDesc d = P(32, 224, 224, ch, 64, 7, 7, 3, 3, 2, 2);
+    d.epilogue = bias_activation(Activation::relu);
+    const ConvShape s = conv_shape(d);
+    Rng rng(900 + ch);
+    Tensor x = random_tensor(d.type, s.x_elems, rng);
+    Tensor w = random_tensor(d.type, s.w_elems, rng);
+    Tensor bias = random_tensor(d.out_type, d.k, rng);
+    const ConvKernelEntry* few = nullptr;
+    for (const auto& e : conv_table().entries())
+      if (e.config.iterator == ConvIterator::few_channels && e.config.channels == ch && e.config.operand() == d.type) few = &e;
+    REQUIRE(few != nullptr);
+    auto run = [&](const ConvKernelEntry& e, Tensor& y) {
+      Conv2dOperands o;
+      o.x = x.data();
+      o.w = w.data();
+      o.y = y.data();
+      o.bias = bias.data();
+      ConvOptions opt;
+      opt.instance = e.name.data();
+      const Status st = conv2d(d, o, nullptr, opt);
+      REQUIRE_MESSAGE(st.ok(), e.name << ": " << st.to_string());
+      KTCONV_CUDA(cudaDeviceSynchronize());
+    };
+    Tensor y_ref(d.out_type, s.y_elems);
+    run(*few, y_ref);
+    const std::vector<unsigned char> ref_img = y_ref.download();
+    std::vector<double> ref(static_cast<std::size_t>(s.y_elems));
+    for (std::size_t i = 0; i < ref.size(); ++i) ref[i] = decode(d.out_type, ref_img.data() + (y_ref.first() + i) * 2);
+    for (const ConvKernelEntry* e : stem_instances()) {
+      if (e->config.channels != ch || e->config.operand() != d.type) continue;
+      Tensor y(d.out_type, s.y_elems);
+      run(*e, y);
+      const Check chk = check_output(y, ref);
+      INFO(e->name << " vs " << few->name << " on the N=32 224x224 C=" << ch << " stem: " << chk.summary());
+      CHECK(chk.ok(tolerance(d.out_type)));
+      CHECK(chk.err < 2e-3);  // both accumulate in fp32: only the f16 rounding of y differs
+    }
+  }
+}
+
+TEST_CASE("conv stem: the heuristic picks the stem for the ResNet-50 first layer") {
+  for (int ch : {4, 3}) {
+    Conv2dDesc d = P(32, 224, 224, ch, 64, 7, 7, 3, 3, 2, 2);
+    d.epilogue = bias_activation(Activation::relu);
+    Conv2dOperands o;
+    o.x = reinterpret_cast<const void*>(std::uintptr_t{4096});
+    o.w = reinterpret_cast<const void*>(std::uintptr_t{1 << 24});
+    o.y = reinterpret_cast<void*>(std::uintptr_t{1} << 32);
+    o.bias = reinterpret_cast<const void*>(std::uintptr_t{1 << 20});
+    const ConvKernelEntry* e = nullptr;
+    ConvOptions opt;
+    opt.heuristic = true;
+    REQUIRE(select_conv(d, o, conv_table(), this_device(), opt, e).ok());
+    CHECK(e->config.iterator == ConvIterator::stem);
+    CHECK(e->config.channels == ch);
+  }
+}
+
+TEST_CASE("conv stem: no spills, no local memory") {
+  for (const ConvKernelEntry* e : stem_instances()) {
+    cudaFuncAttributes a{};
+    KTCONV_CUDA(e->attributes(&a));
+    INFO(e->name << ": " << a.numRegs << " registers, " << a.localSizeBytes << " B local");
+    CHECK(a.localSizeBytes == 0);
+    CHECK(a.maxThreadsPerBlock >= e->config.gemm.threads());
+  }
+}
