@@ -344,11 +344,12 @@ __device__ __forceinline__ void store_identity_wide(const GemmParams<EpiParams>&
         TOut* dst = D + static_cast<std::int64_t>(row) * p.ldd + col;
         if (col + 8 <= p.n) {
           *reinterpret_cast<uint4*>(dst) = v;
-        } else {  // the last columns of D (constant indices: v stays in registers)
-          const unsigned w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-          for (int k = 0; k < 8; ++k)
-            if (k < p.n - col) reinterpret_cast<unsigned short*>(dst)[k] = static_cast<unsigned short>(w[k / 2] >> (16 * (k % 2)));
+        } else {  // the last columns of D: a short loop (v picked by selects, so it stays in registers)
+#pragma unroll 1
+          for (int k = 0; k < p.n - col; ++k) {
+            const unsigned w = k < 2 ? v.x : k < 4 ? v.y : k < 6 ? v.z : v.w;
+            reinterpret_cast<unsigned short*>(dst)[k] = static_cast<unsigned short>(w >> (16 * (k & 1)));
+          }
         }
       }
     }
