@@ -394,6 +394,17 @@ inline ShapesFile parse_shapes_text(std::string_view text, std::string_view orig
   if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // UTF-8 BOM
   std::vector<tuner::ProblemKey> keys;
   std::vector<tuner::ConvKey> conv_keys;
+  // A line repeating an earlier line's key is reported and left out; `kept` are the problems of `keys`.
+  auto is_new_key = [&](auto& seen, const auto& key, const auto& kept, const std::string& name, int lineno) {
+    for (std::size_t i = 0; i < seen.size(); ++i)
+      if (seen[i] == key) {
+        f.warnings.push_back(where + ":" + std::to_string(lineno) + ": " + name + " has the same tuning key as line " +
+                             std::to_string(kept[i].line) + "; tuned once");
+        return false;
+      }
+    seen.push_back(key);
+    return true;
+  };
   int lineno = 0;
   std::size_t pos = 0;
   while (pos < text.size()) {
@@ -418,18 +429,7 @@ inline ShapesFile parse_shapes_text(std::string_view text, std::string_view orig
         ++f.bad_lines;
         continue;
       }
-      const tuner::ConvKey k = c.key();
-      bool dup = false;
-      for (std::size_t i = 0; i < conv_keys.size() && !dup; ++i) {
-        if (conv_keys[i] == k) {
-          f.warnings.push_back(where + ":" + std::to_string(lineno) + ": " + c.name() + " has the same tuning key as line " +
-                               std::to_string(f.convs[i].line) + "; tuned once");
-          dup = true;
-        }
-      }
-      if (dup) continue;
-      conv_keys.push_back(k);
-      f.convs.push_back(c);
+      if (is_new_key(conv_keys, c.key(), f.convs, c.name(), lineno)) f.convs.push_back(c);
       continue;
     }
     ShapeProblem p;
@@ -439,18 +439,7 @@ inline ShapesFile parse_shapes_text(std::string_view text, std::string_view orig
       ++f.bad_lines;
       continue;
     }
-    const tuner::ProblemKey k = p.key();
-    bool dup = false;
-    for (std::size_t i = 0; i < keys.size() && !dup; ++i) {
-      if (keys[i] == k) {
-        f.warnings.push_back(where + ":" + std::to_string(lineno) + ": " + p.name() + " has the same tuning key as line " +
-                             std::to_string(f.problems[i].line) + "; tuned once");
-        dup = true;
-      }
-    }
-    if (dup) continue;
-    keys.push_back(k);
-    f.problems.push_back(p);
+    if (is_new_key(keys, p.key(), f.problems, p.name(), lineno)) f.problems.push_back(p);
   }
   if (f.errors.empty() && f.problems.empty() && f.convs.empty())
     f.errors.push_back(where +

@@ -1,10 +1,11 @@
 // tools/ktune-profile/main.cu — ktune's main job: list the kernel families (no GPU needed), run,
-// verify and time every valid instance on built-in or given GEMM problems against cuBLASLt, pre-tune
-// a list of shapes into a tuning cache, or explain how one problem is tuned.
+// verify and time every valid instance on built-in or given GEMM problems against cuBLASLt and conv2d
+// problems against cuDNN, pre-tune a list of shapes into a tuning cache, or explain how one problem is tuned.
 //
 //   ktune-profile --list                      families, valid instances, pruned configs with reasons
-//   ktune-profile                             the built-in default problems on the local GPU
+//   ktune-profile                             the built-in default problems (GEMM, then conv2d) on the local GPU
 //   ktune-profile --gemm 4096x4096x4096 --dtype bf16 --layout tn --csv out.csv
+//   ktune-profile --conv 32x56x56x64,64x3x3 --dtype f16 --epilogue bias_relu
 //   ktune-profile --tune shapes.txt --cache out.ktune      offline pre-tuning (format: --help)
 //   ktune-profile --explain "bf16 tn 4096x4096x4096"       why each instance was pruned or lost
 //   ktune-profile --tune-quality [shapes.txt]              the tuner's pick vs an exhaustive sweep
@@ -32,27 +33,44 @@ void usage(std::FILE* out) {
   std::fprintf(out,
                "usage: ktune-profile [options]\n"
                "\n"
-               "With no options: run, verify (against cuBLASLt) and time every valid kernel instance on the\n"
-               "built-in default problems on the local GPU, and print the comparison table.\n"
+               "With no options: run, verify and time every valid kernel instance on the built-in default\n"
+               "problems on the local GPU and print the comparison tables: GEMM against cuBLASLt, then three\n"
+               "ResNet-50 conv2d layers (N = 32, f16, bias + ReLU: 56x56 256->64 1x1, 28x28 128->128 3x3 and the\n"
+               "C = 4 7x7 stride-2 stem) against cuDNN, each with ktune::conv2d's tuned pick.\n"
                "\n"
                "  --list                 list the kernel families: parameter lists, valid instances (smem,\n"
                "                         threads, estimated registers) and pruned configs with the reason\n"
                "                         (works without a GPU)\n"
-               "  --gemm MxNxK           run this one problem instead of the defaults\n"
+               "  --gemm MxNxK           run this one GEMM problem instead of the defaults\n"
+               "  --conv SPEC            run this one conv2d problem (fprop, NHWC x, KRSC w, NPQK y) instead of the\n"
+               "                         defaults, against cuDNN (cudnnConvolutionBiasActivationForward as the\n"
+               "                         reference, the unfused conv + bias + ReLU timed too; cuDNN's output checked\n"
+               "                         against a float64 CPU reference on sampled output pixels, all of them when\n"
+               "                         there are at most 3072) with ktune::conv2d's tuned pick. SPEC:\n"
+               "                           NxHxWxC,KxRxS[,stride=S][,pad=P][,dil=D]   (S, P, D: one value or HxW)\n"
+               "                         e.g. 32x56x56x64,64x3x3 or 32x224x224x4,64x7x7,stride=2; defaults: stride 1,\n"
+               "                         dilation 1, padding dil*floor(R/2) x dil*floor(S/2) ('same' for odd filters);\n"
+               "                         or the shapes-file numbers \"N H W C K R S [stride [pad]]\". With --gemm: both\n"
                "  --dtype f16|bf16|f32|tf32\n"
-               "                         precision of --gemm (default bf16); without --gemm, run only the\n"
-               "                         default problems of this precision\n"
+               "                         precision of --gemm (default bf16) and --conv (f16 or bf16; default f16);\n"
+               "                         without them, run only the default problems of this precision\n"
                "  --layout tn|nn|nt|tt   A and B layouts, 't' = row-major, 'n' = column-major (default tn);\n"
-               "                         without --gemm, run only the default problems with these layouts\n"
+               "                         without --gemm, run only the default GEMM problems with these layouts\n"
                "  --epilogue identity|bias_relu\n"
-               "                         epilogue of --gemm (default identity)\n"
+               "                         epilogue of --gemm (default identity) and --conv (default bias_relu:\n"
+               "                         y = relu(conv(x, w) + bias[k]), what cuDNN's fused call computes; identity:\n"
+               "                         y = conv(x, w), referenced by cudnnConvolutionForward alone)\n"
+               "  --op gemm|conv         without --gemm/--conv: run only the default problems of this kind\n"
                "  --filter TEXT          only instances whose name contains TEXT (also applies to --list)\n"
                "  --iters N              launches per timed repeat (default: enough for ~20 ms, ~5 with --quick)\n"
                "  --repeats N            timed repeats; the median is reported (default 9, 5 with --quick)\n"
                "  --quick                a subset of the problems and shorter timing (scripts/gpu-check.sh)\n"
                "  --no-ref-check         do not check cuBLAS against the float64-accumulating reference GEMM\n"
-               "  --csv FILE             write the results table as CSV\n"
+               "  --csv FILE             write the results table as CSV (column op: gemm or conv2d)\n"
                "  --json FILE            write the results (device, commit, rows, per-problem summary) as JSON\n"
+               "  --cache OUT            merge the tuned conv2d picks into the tuning cache OUT (default: the file\n"
+               "                         KTUNE_CACHE names, if set; the picks come from ktune's default tuner, as in\n"
+               "                         an application)\n"
                "  --device N             CUDA device ordinal (default: the current device)\n"
                "  -h, --help             this text\n"
                "\n"
@@ -86,7 +104,8 @@ void usage(std::FILE* out) {
                "\n"
                "Shapes file (--tune): one problem per line, '#' starts a comment, blank lines are skipped, a\n"
                "line with the same tuning key as an earlier one is tuned once; every bad line is reported:\n"
-               "    <precision> <layout> <MxNxK> [epilogue] [out=TYPE] [align=A/B/D]\n"
+               "    <precision> <layout> <MxNxK> [epilogue] [out=TYPE] [align=A/B/D]            (GEMM)\n"
+               "    conv <f16|bf16> <SPEC> [epilogue] [out=TYPE] [stride=S] [pad=P] [dil=D]     (conv2d)\n"
                "  precision  f16 | bf16 | f32 (exact fp32 on CUDA cores) | tf32 (fp32 operands, tf32 tensor cores)\n"
                "  layout     tn | nn | nt | tt: A's letter first, 't' = row-major, 'n' = column-major\n"
                "  MxNxK      sizes, each 1 .. 2^31-257\n"
@@ -96,11 +115,16 @@ void usage(std::FILE* out) {
                "  out=TYPE   f16 | bf16 | f32: type of C, D, bias and residual (default: the operand type)\n"
                "  align=A/B/D  vector widths (elements) A, B and the outputs allow; default: what packed leading\n"
                "             dimensions and cudaMalloc'd pointers give (the tuning key depends on it)\n"
+               "  conv lines: SPEC as --conv (or its numbers N H W C K R S [stride [pad]]); the epilogue defaults to\n"
+               "             identity as on GEMM lines, tags without ab/res; out=TYPE: type of y and the bias\n"
                "  example:\n"
                "    # LLM layer, prefill and decode\n"
                "    bf16 tn 4096x11008x4096 bias_relu\n"
                "    bf16 tn 16x4096x4096            # decode\n"
                "    f16 nn 4095x4097x4093\n"
+               "    # ResNet-50 layers at batch 32\n"
+               "    conv f16 32x56x56x64,64x3x3 bias_relu\n"
+               "    conv f16 32x224x224x4,64x7x7,stride=2 bias_relu\n"
                "\n"
                "Exit status: 0 when every instance passed (--tune: every problem tuned and the cache written;\n"
                "--explain: explained), 1 when any failed, no instance can implement an --explain problem, or no GPU\n"
@@ -129,7 +153,7 @@ bool parse_int(std::string_view s, int lo, int& out) {
 int main(int argc, char** argv) {
   bool list = false, quick = false, no_ref_check = false, skip_cached = false, verbose = false;
   std::optional<std::string> quality;  // --tune-quality: "" for the built-in sweep
-  std::optional<std::string> gemm, dtype, layout, epilogue, tune, cache, explain;
+  std::optional<std::string> gemm, conv, op, dtype, layout, epilogue, tune, cache, explain;
   std::string filter, csv, json;
   int iters = 0, repeats = 0, device = -1, max_candidates = -1;
   std::vector<std::string> given;  // the options given, for checking combinations
@@ -171,7 +195,7 @@ int main(int argc, char** argv) {
       if (inline_value) quality = *inline_value;
       else if (i + 1 < argc && std::string_view(argv[i + 1]).rfind("--", 0) != 0) quality = argv[++i];
       else quality = std::string();
-    } else if (arg == "--gemm" || arg == "--dtype" || arg == "--layout" || arg == "--epilogue" || arg == "--filter" ||
+    } else if (arg == "--gemm" || arg == "--conv" || arg == "--op" || arg == "--dtype" || arg == "--layout" || arg == "--epilogue" || arg == "--filter" ||
                arg == "--csv" || arg == "--json" || arg == "--iters" || arg == "--repeats" || arg == "--device" ||
                arg == "--tune" || arg == "--cache" || arg == "--explain" || arg == "--max-candidates") {
       if (!value(v)) return usage_error(arg + " needs a value");
@@ -182,6 +206,8 @@ int main(int argc, char** argv) {
       else if (arg == "--max-candidates" && !parse_int(v, 0, max_candidates))
         return usage_error("--max-candidates needs a count (0: all), got '" + v + "'");
       else if (arg == "--gemm") gemm = v;
+      else if (arg == "--conv") conv = v;
+      else if (arg == "--op") op = v;
       else if (arg == "--dtype") dtype = v;
       else if (arg == "--layout") layout = v;
       else if (arg == "--epilogue") epilogue = v;
@@ -219,8 +245,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "ktune-profile: %s\n", shapes.errors[i].c_str());
       if (shapes.errors.size() > shown) std::fprintf(stderr, "ktune-profile: ... and %zu more errors\n", shapes.errors.size() - shown);
       if (shapes.bad_lines > 0)
-        std::fprintf(stderr, "ktune-profile: %s: %zu bad line%s; each line: %s (see ktune-profile --help)\n", tune->c_str(),
-                     shapes.bad_lines, shapes.bad_lines == 1 ? "" : "s", std::string(ktune::tools::shape_line_syntax).c_str());
+        std::fprintf(stderr, "ktune-profile: %s: %zu bad line%s; each line: %s, or %s (see ktune-profile --help)\n",
+                     tune->c_str(), shapes.bad_lines, shapes.bad_lines == 1 ? "" : "s",
+                     std::string(ktune::tools::shape_line_syntax).c_str(), std::string(ktune::tools::conv_line_syntax).c_str());
       return 2;
     }
     ktune::profile::TuneOptions to;
@@ -248,6 +275,9 @@ int main(int argc, char** argv) {
         for (const auto& e : shapes.errors) std::fprintf(stderr, "ktune-profile: %s\n", e.c_str());
         return 2;
       }
+      if (!shapes.convs.empty())
+        return usage_error("--tune-quality compares GEMM tactics; " + *quality + " has " + std::to_string(shapes.convs.size()) +
+                           " conv line(s) (line " + std::to_string(shapes.convs.front().line) + "): leave them out");
       problems = shapes.problems;
     }
     if (problems.empty()) return usage_error("--tune-quality: no shapes");
@@ -259,9 +289,12 @@ int main(int argc, char** argv) {
     return ktune::profile::tune_quality(qo, problems);
   }
   if (verbose) return usage_error("--verbose applies to --tune-quality");
-  if (cache) return usage_error("--cache applies to --tune");
   if (skip_cached) return usage_error("--skip-cached applies to --tune");
   if (explain) {
+    if (cache) return usage_error("--cache does not apply to --explain (it neither reads nor writes a cache)");
+    if (std::string_view(*explain).substr(0, 5) == "conv " || *explain == "conv")
+      return usage_error("--explain takes a GEMM problem; conv2d problems are not explained yet (ktune-profile --conv SPEC "
+                         "prints the tuner's report of one)");
     if (auto bad = only("--explain", {"--explain", "--device", "--max-candidates"})) return usage_error(*bad);
     ktune::profile::ExplainOptions eo;
     std::string why;
@@ -273,14 +306,19 @@ int main(int argc, char** argv) {
   }
   if (max_candidates >= 0) return usage_error("--max-candidates applies to --tune, --explain and --tune-quality");
 
-  if (list) return ktune::profile::list_families(filter);
+  if (list) {
+    if (cache) return usage_error("--cache does not apply to --list");
+    return ktune::profile::list_families(filter);
+  }
 
-  // Problems: one from --gemm, or the defaults (narrowed by --dtype / --layout).
+  // Problems: --gemm and/or --conv, or the defaults (narrowed by --op / --dtype / --layout).
   std::optional<Precision> precision;
   if (dtype) {
     precision = ktune::tools::parse_precision(*dtype);
     if (!precision) return usage_error("unknown --dtype '" + *dtype + "' (f16, bf16, f32, tf32)");
   }
+  if (op && *op != "gemm" && *op != "conv") return usage_error("unknown --op '" + *op + "' (gemm, conv)");
+  if (op && (gemm || conv)) return usage_error("--op selects default problems: not with --gemm or --conv");
   ktune::Layout la = ktune::Layout::row, lb = ktune::Layout::col;
   if (layout && !ktune::tools::parse_layouts(*layout, la, lb))
     return usage_error("unknown --layout '" + *layout + "' (tn, nn, nt, tt)");
@@ -299,15 +337,40 @@ int main(int argc, char** argv) {
     p.b_layout = lb;
     p.bias_relu = bias_relu;
     opt.problems.push_back(p);
-  } else {
-    if (epilogue) return usage_error("--epilogue applies to --gemm");
-    for (const ProblemSpec& p : ktune::tools::default_problems(quick)) {
-      if (precision && p.precision != *precision) continue;
-      if (layout && (p.a_layout != la || p.b_layout != lb)) continue;
-      opt.problems.push_back(p);
-    }
-    if (opt.problems.empty()) return usage_error("no default problem matches --dtype/--layout; use --gemm MxNxK");
   }
+  if (conv) {
+    if (layout && !gemm) return usage_error("--layout applies to GEMM problems, not to --conv (x is NHWC, w KRSC, y NPQK)");
+    const Precision cp = precision.value_or(Precision::f16);
+    if (cp != Precision::f16 && cp != Precision::bf16)
+      return usage_error("--conv takes --dtype f16 or bf16, not " + std::string(ktune::tools::to_string(cp)));
+    const ktune::DType type = cp == Precision::bf16 ? ktune::DType::bf16 : ktune::DType::f16;
+    // bias + ReLU unless --epilogue identity: what cuDNN's fused call computes.
+    const ktune::EpilogueSpec epi = epilogue && !bias_relu ? ktune::EpilogueSpec{} : ktune::bias_activation(ktune::Activation::relu);
+    ktune::Conv2dDesc d;
+    std::string why;
+    if (!ktune::tools::parse_conv_spec(*conv, type, epi, d, why)) return usage_error("--conv: " + why);
+    opt.conv_problems.push_back(d);
+  }
+  if (!gemm && !conv) {
+    if (epilogue) return usage_error("--epilogue applies to --gemm and --conv");
+    if (!op || *op == "gemm")
+      for (const ProblemSpec& p : ktune::tools::default_problems(quick)) {
+        if (precision && p.precision != *precision) continue;
+        if (layout && (p.a_layout != la || p.b_layout != lb)) continue;
+        opt.problems.push_back(p);
+      }
+    if (!op || *op == "conv")
+      for (const ktune::Conv2dDesc& d : ktune::tools::default_conv_problems()) {
+        if (precision && (*precision == Precision::f32 || *precision == Precision::tf32 ||
+                          d.type != (*precision == Precision::bf16 ? ktune::DType::bf16 : ktune::DType::f16)))
+          continue;
+        if (layout) continue;  // conv problems have no GEMM layout
+        opt.conv_problems.push_back(d);
+      }
+    if (opt.problems.empty() && opt.conv_problems.empty())
+      return usage_error("no default problem matches --op/--dtype/--layout; use --gemm MxNxK or --conv SPEC");
+  }
+  if (cache) opt.cache_path = *cache;
   opt.filter = filter;
   opt.quick = quick;
   opt.iters = iters;

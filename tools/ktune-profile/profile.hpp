@@ -17,6 +17,7 @@ int list_families(const std::string& filter);
 
 struct RunOptions {
   std::vector<tools::ProblemSpec> problems;
+  std::vector<Conv2dDesc> conv_problems;  // run after the GEMM problems (conv_run.cu)
   std::string filter;       // run only instances whose name contains this
   int iters = 0;            // launches per timed repeat; 0: chosen per instance from a time target
   int repeats = 9;          // timed repeats (median reported)
@@ -25,19 +26,25 @@ struct RunOptions {
   bool check_reference = true;  // verify cuBLAS against a float64-accumulating GEMM too
   int device = -1;          // -1: the current device
   std::string csv_path, json_path;
+  std::string cache_path;   // tuning cache of the tuned conv picks (default tuner; empty: KTUNE_CACHE, if set)
 };
 
-// One instance (or the cuBLAS reference) on one problem.
+// One instance (or a reference, or conv2d's tuned pick) on one problem.
 struct ResultRow {
-  std::string problem;      // ProblemSpec::name()
-  std::string instance;
-  std::string family;
+  std::string op = "gemm";  // "gemm" or "conv2d"
+  std::string problem;      // ProblemSpec::name() / tools::conv_problem_name()
+  std::string instance;     // instance name; the reference's name; conv2d's tuned tactic
+  std::string family;       // instance family; "cublas", "cudnn" (references); "tuned" (conv2d's own pick)
   bool heuristic_pick = false;
   double ms = -1.0, tflops = 0.0;     // < 0: not timed
   double rel_err = -1.0, tol = 0.0;   // < 0: not verified
   std::string status;       // PASS, FAIL, ERROR
   std::string message;      // why, for FAIL / ERROR
-  double cublas_ms = -1.0, cublas_tflops = 0.0;
+  // The problem's reference (GEMM: cuBLAS; conv2d: cuDNN fused, or unfused where there is no fused call)
+  // and, for conv2d, the second one (cuDNN unfused: conv + bias + activation as separate calls).
+  std::string reference;
+  double ref_ms = -1.0, ref_tflops = 0.0;
+  double ref2_ms = -1.0, ref2_tflops = 0.0;
   int iters = 0, repeats = 0;
 };
 
@@ -57,10 +64,35 @@ struct ProblemSummary {
   std::string note;                // e.g. why nothing ran
 };
 
+// One conv2d problem: the cuDNN references, conv2d's tuned pick and the best instance.
+struct ConvSummary {
+  Conv2dDesc desc;
+  std::string name;              // tools::conv_problem_name(desc)
+  std::string reference;         // "cuDNN fused", "cuDNN unfused" or "float64 CPU" (what instances are checked against)
+  std::string fused_label, unfused_label;  // the cuDNN calls
+  double fused_ms = -1.0, fused_tflops = 0.0;
+  double unfused_ms = -1.0, unfused_tflops = 0.0;
+  double ref_cpu_err = -1.0;     // the reference output vs the float64 CPU reference (on ref_cpu_scope)
+  std::string ref_cpu_scope;     // which output pixels the CPU reference covers
+  std::string ref_status;        // PASS / FAIL / ERROR / "unchecked"
+  std::string ref_message;
+  std::string tuned_tactic, tuned_source;  // ktune::conv2d's own choice and where it came from (tuned, cache, ...)
+  double tuned_ms = -1.0, tuned_tflops = 0.0, tuning_ms = -1.0;
+  std::string tuned_status;      // PASS / FAIL / ERROR
+  std::string best_instance;
+  double best_ms = -1.0, best_tflops = 0.0;
+  std::string heuristic_instance;
+  double heuristic_tflops = 0.0;
+  int candidates = 0, passed = 0, failed = 0;
+  int sets = 1;
+  std::string note;
+};
+
 struct RunReport {
-  std::string device, fingerprint, driver, runtime, cublaslt, commit;
+  std::string device, fingerprint, driver, runtime, cublaslt, cudnn, commit;
   std::vector<ResultRow> rows;
   std::vector<ProblemSummary> problems;
+  std::vector<ConvSummary> conv_problems;
   bool context_lost = false;
 };
 

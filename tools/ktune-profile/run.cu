@@ -11,15 +11,79 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "../common/gpu_harness.cuh"
 #include "ktune/gemm.hpp"
+#include "ktune/tuner/default.hpp"
 #include "profile.hpp"
+#include "run_common.hpp"
 
 namespace ktune::profile {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+namespace {
+constexpr int kNameWidth = 70;  // route names: route_repack+<instance name>
+}  // namespace
+
+void print_row_header(const std::string& ref) {
+  std::printf("  %-*s %9s %8s %9s %6s %10s %11s %9s\n", kNameWidth, "instance (* = heuristic pick)", "ms", "TF/s", "rel.err",
+              "check", (ref + " ms").c_str(), (ref + " TF/s").c_str(), ("vs " + ref).c_str());
+}
+
+void print_row(const ResultRow& r) {
+  const std::string ms = r.ms >= 0 ? fmt("%.4f", r.ms) : "-";
+  const std::string tf = r.ms >= 0 ? fmt("%.1f", r.tflops) : "-";
+  const std::string err = r.rel_err >= 0 ? fmt("%.2e", r.rel_err) : (r.status == "FAIL" ? "nan" : "-");
+  const std::string cms = r.ref_ms >= 0 ? fmt("%.4f", r.ref_ms) : "-";
+  const std::string ctf = r.ref_ms >= 0 ? fmt("%.1f", r.ref_tflops) : "-";
+  const std::string ratio = r.ms > 0 && r.ref_ms > 0 ? fmt("%.2fx", r.ref_ms / r.ms) : "-";
+  std::printf("%c %-*s %9s %8s %9s %6s %10s %11s %9s\n", r.heuristic_pick ? '*' : ' ', kNameWidth, r.instance.c_str(),
+              ms.c_str(), tf.c_str(), err.c_str(), r.status.c_str(), cms.c_str(), ctf.c_str(), ratio.c_str());
+  if (!r.message.empty()) std::printf("    %s\n", r.message.c_str());
+  std::fflush(stdout);
+}
+
+bool verify_and_time(Context& cx, const std::function<Status(tools::ErrorStats&)>& check, const tools::LaunchFn& launch,
+                     double flops, double tol, ResultRow& row) {
+  // 1. Correctness.
+  tools::ErrorStats es;
+  if (const Status checked = check(es); !checked.ok()) {
+    row.status = "ERROR";
+    row.message = checked.to_string();
+    return tools::cuda_context_alive();
+  }
+  row.rel_err = std::isfinite(es.rel) ? es.rel : -1.0;
+  row.tol = tol;
+  const bool pass = es.passes(tol);
+  row.status = pass ? "PASS" : "FAIL";
+  if (!pass) {
+    row.message = "relative error " + (std::isfinite(es.rel) ? fmt("%.3e", es.rel) : std::string("nan")) + " > tolerance " +
+                  fmt("%.0e", tol);
+    if (es.nonfinite > 0) row.message += ", " + std::to_string(es.nonfinite) + " non-finite outputs (unwritten or overflow)";
+  }
+  // 2. Time, also when the result was wrong (the row says FAIL either way).
+  tools::Timing t;
+  if (const Status timed = tools::time_launches(launch, cx.stream, cx.timing, t); !timed.ok()) {
+    row.status = "ERROR";
+    row.message = (row.message.empty() ? "" : row.message + "; ") + "timing: " + timed.to_string();
+    return tools::cuda_context_alive();
+  }
+  row.ms = t.median_ms;
+  row.tflops = tools::tflops(flops, t.median_ms);
+  row.iters = t.iters;
+  row.repeats = t.repeats;
+  return true;
+}
+
 namespace {
 
 using tools::CublasRef;
@@ -29,43 +93,7 @@ using tools::ProblemSpec;
 using tools::Timing;
 using tools::TimingOptions;
 
-constexpr int kNameWidth = 70;  // route names: route_repack+<instance name>
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-void print_row_header() {
-  std::printf("  %-*s %9s %8s %9s %6s %10s %11s %9s\n", kNameWidth, "instance (* = heuristic pick)", "ms", "TF/s",
-              "rel.err", "check", "cuBLAS ms", "cuBLAS TF/s", "vs cuBLAS");
-}
-
-void print_row(const ResultRow& r) {
-  const std::string ms = r.ms >= 0 ? fmt("%.4f", r.ms) : "-";
-  const std::string tf = r.ms >= 0 ? fmt("%.1f", r.tflops) : "-";
-  const std::string err = r.rel_err >= 0 ? fmt("%.2e", r.rel_err) : (r.status == "FAIL" ? "nan" : "-");
-  const std::string cms = r.cublas_ms >= 0 ? fmt("%.4f", r.cublas_ms) : "-";
-  const std::string ctf = r.cublas_ms >= 0 ? fmt("%.1f", r.cublas_tflops) : "-";
-  const std::string ratio = r.ms > 0 && r.cublas_ms > 0 ? fmt("%.2fx", r.cublas_ms / r.ms) : "-";
-  std::printf("%c %-*s %9s %8s %9s %6s %10s %11s %9s\n", r.heuristic_pick ? '*' : ' ', kNameWidth, r.instance.c_str(),
-              ms.c_str(), tf.c_str(), err.c_str(), r.status.c_str(), cms.c_str(), ctf.c_str(), ratio.c_str());
-  if (!r.message.empty()) std::printf("    %s\n", r.message.c_str());
-  std::fflush(stdout);
-}
-
-struct Context {
-  explicit Context(const RunOptions& o) : opt(o) {}
-  const RunOptions& opt;
-  DeviceInfo dev;
-  cudaStream_t stream = nullptr;
-  CublasRef cublas;
-  TimingOptions timing;
-  RunReport report;
-};
-
-// Verify and time one instance. Returns false when the CUDA context is lost (nothing more can run).
+// Verify and time one GEMM instance. Returns false when the CUDA context is lost (nothing more can run).
 bool run_instance(Context& cx, const ProblemData& data, const GemmKernelEntry& e, double ref_tol, bool use_ref32,
                   ResultRow& row) {
   const ProblemSpec& spec = data.spec();
@@ -73,44 +101,15 @@ bool run_instance(Context& cx, const ProblemData& data, const GemmKernelEntry& e
   const std::string name(e.name);
   GemmOptions go;
   go.instance = name.c_str();
-
-  // 1. Correctness: poisoned D, one launch through the public API, error against the reference.
-  ErrorStats es;
-  const Status checked = [&]() -> Status {
+  const tools::LaunchFn launch = [&](int i, cudaStream_t s) { return ktune::gemm(desc, data.ops(i), s, go); };
+  // Poisoned D, one launch through the public API, error against the reference.
+  const auto check = [&](ErrorStats& es) -> Status {
     KTUNE_RETURN_IF_ERROR(data.poison(0, cx.stream));
-    KTUNE_RETURN_IF_ERROR(ktune::gemm(desc, data.ops(0), cx.stream, go));
+    KTUNE_RETURN_IF_ERROR(launch(0, cx.stream));
     KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(cx.stream), "instance run"));
     return use_ref32 ? data.error_vs_ref32(data.ops(0).d, cx.stream, es) : data.error_vs_ref(data.ops(0).d, cx.stream, es);
-  }();
-  if (!checked.ok()) {
-    row.status = "ERROR";
-    row.message = checked.to_string();
-    return tools::cuda_context_alive();
-  }
-  row.rel_err = std::isfinite(es.rel) ? es.rel : -1.0;
-  row.tol = ref_tol;
-  const bool pass = es.passes(ref_tol);
-  row.status = pass ? "PASS" : "FAIL";
-  if (!pass) {
-    row.message = "relative error " + (std::isfinite(es.rel) ? fmt("%.3e", es.rel) : std::string("nan")) + " > tolerance " +
-                  fmt("%.0e", ref_tol);
-    if (es.nonfinite > 0) row.message += ", " + std::to_string(es.nonfinite) + " non-finite outputs (unwritten or overflow)";
-  }
-
-  // 2. Time, also when the result was wrong (the row says FAIL either way).
-  Timing t;
-  const tools::LaunchFn launch = [&](int i, cudaStream_t s) { return ktune::gemm(desc, data.ops(i), s, go); };
-  const Status timed = tools::time_launches(launch, cx.stream, cx.timing, t);
-  if (!timed.ok()) {
-    row.status = "ERROR";
-    row.message = (row.message.empty() ? "" : row.message + "; ") + "timing: " + timed.to_string();
-    return tools::cuda_context_alive();
-  }
-  row.ms = t.median_ms;
-  row.tflops = tools::tflops(spec.flops(), t.median_ms);
-  row.iters = t.iters;
-  row.repeats = t.repeats;
-  return true;
+  };
+  return verify_and_time(cx, check, launch, spec.flops(), ref_tol, row);
 }
 
 void run_problem(Context& cx, const ProblemSpec& spec, int index, int count) {
@@ -239,15 +238,16 @@ void run_problem(Context& cx, const ProblemSpec& spec, int index, int count) {
     r.tol = spec.tol();
     r.status = sum.cublas_status;
     r.message = sum.cublas_message;
-    r.cublas_ms = sum.cublas_ms;
-    r.cublas_tflops = sum.cublas_tflops;
+    r.reference = r.instance;
+    r.ref_ms = sum.cublas_ms;
+    r.ref_tflops = sum.cublas_tflops;
     r.iters = cublas_iters;
     r.repeats = cublas_repeats;
     cx.report.rows.push_back(r);
   }
 
   if (cands.empty()) return finish("no instance can implement this problem" + std::string(cx.opt.filter.empty() ? "" : " (after the filter)"));
-  print_row_header();
+  print_row_header("cuBLAS");
   const ResultRow* best = nullptr;
   std::vector<ResultRow> rows;
   rows.reserve(cands.size());
@@ -258,8 +258,9 @@ void run_problem(Context& cx, const ProblemSpec& spec, int index, int count) {
     row.family = std::string(e->family);
     row.heuristic_pick = e == pick;
     row.tol = spec.tol();
-    row.cublas_ms = sum.cublas_ms;
-    row.cublas_tflops = sum.cublas_tflops;
+    row.reference = sum.cublas_api;
+    row.ref_ms = sum.cublas_ms;
+    row.ref_tflops = sum.cublas_tflops;
     const bool alive = run_instance(cx, data, *e, spec.tol(), use_ref32, row);
     print_row(row);
     rows.push_back(row);
@@ -341,12 +342,22 @@ int run_problems(const RunOptions& opt) {
   std::printf("ktune-profile on %s (sm%d, %d SMs, L2 %d MB, smem opt-in %d B) driver %s, runtime %s, cuBLASLt %s, commit %s\n",
               cx.dev.name.c_str(), cx.dev.cc, cx.dev.sm_count, cx.dev.l2_bytes >> 20, cx.dev.smem_optin_bytes,
               rep.driver.c_str(), rep.runtime.c_str(), rep.cublaslt.c_str(), rep.commit.c_str());
-  std::printf("%zu instances registered; timing: CUDA events around CUDA-graph replays, %s launches per repeat, "
+  std::printf("%zu GEMM and %zu conv2d instances registered; timing: CUDA events around CUDA-graph replays, %s launches per repeat, "
               "median of %d repeats; tolerances (relative Frobenius error): f32 1e-5, tf32 3e-3, f16/bf16 1e-2\n",
-              gemm_table().size(), opt.iters > 0 ? std::to_string(opt.iters).c_str() : fmt("~%.0f ms of", opt.target_ms).c_str(),
+              gemm_table().size(), conv_table().size(), opt.iters > 0 ? std::to_string(opt.iters).c_str() : fmt("~%.0f ms of", opt.target_ms).c_str(),
               cx.timing.repeats);
 
+  // The tuned conv picks go through ktune's default tuner, as in an application: into --cache OUT when
+  // given (merged, saved after each tuned key), else into KTUNE_CACHE when set.
+  if (!opt.cache_path.empty()) {
+    tuner::TunerOptions o = default_tuner().options();
+    o.cache_path = opt.cache_path;
+    o.autosave = true;
+    default_tuner().set_options(o);
+  }
+
   const int n = static_cast<int>(opt.problems.size());
+  const int total = n + static_cast<int>(opt.conv_problems.size());
   for (int i = 0; i < n; ++i) {
     if (rep.context_lost) {
       ProblemSummary s;
@@ -356,13 +367,23 @@ int run_problems(const RunOptions& opt) {
       rep.problems.push_back(s);
       continue;
     }
-    run_problem(cx, opt.problems[i], i, n);
+    run_problem(cx, opt.problems[i], i, total);
   }
-  print_summary(rep);
+  if (!opt.conv_problems.empty()) run_conv_problems(cx);
+  if (!rep.problems.empty()) print_summary(rep);
+  if (!rep.conv_problems.empty()) print_conv_summary(rep);
 
   int fails = 0;
   for (const auto& s : rep.problems) fails += s.failed;
+  for (const auto& s : rep.conv_problems) fails += s.failed;
   bool io_ok = true;
+  if (!opt.conv_problems.empty() && !default_tuner().options().cache_path.empty()) {
+    const std::string path = default_tuner().options().cache_path;
+    const Status saved = default_tuner().save_cache();
+    if (saved.ok()) std::printf("\ntuning cache %s: the tuned conv picks merged in\n", path.c_str());
+    else std::fprintf(stderr, "ktune-profile: the tuning cache %s was NOT saved: %s\n", path.c_str(), saved.to_string().c_str());
+    io_ok &= saved.ok();
+  }
   if (!opt.csv_path.empty()) io_ok &= write_csv(opt.csv_path, rep);
   if (!opt.json_path.empty()) io_ok &= write_json(opt.json_path, rep);
   if (cx.stream != nullptr) (void)cudaStreamDestroy(cx.stream);

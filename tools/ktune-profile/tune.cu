@@ -1,6 +1,7 @@
 // tools/ktune-profile/tune.cu — `ktune-profile --tune shapes.txt --cache out.ktune`: offline
-// pre-tuning. Every problem of the shapes file (see tools/common/shapes_file.hpp for the format) is
-// tuned by the runtime tuner (Tuner::tune: cost-model ranking, top-k measured on scratch buffers,
+// pre-tuning. Every problem of the shapes file (see tools/common/shapes_file.hpp for the format: GEMM
+// lines, and conv2d lines starting with `conv`) is tuned by the runtime tuner (Tuner::tune / tune_conv:
+// cost-model ranking, top-k measured on scratch buffers,
 // validated against a reference, fastest pinned with deterministic near-tie breaks) on the current
 // device, exactly as the first call of a deployed application would; the winners go into the tuning
 // cache file, which a deployed application loads (KTUNE_CACHE=out.ktune, or
@@ -22,6 +23,7 @@
 
 #include "ktune/device.hpp"
 #include "ktune/tuner/cache.hpp"
+#include "ktune/tuner/conv_cuda_backend.hpp"
 #include "ktune/tuner/cuda_backend.hpp"
 #include "ktune/tuner/tuner.hpp"
 #include "profile.hpp"
@@ -36,7 +38,7 @@ std::string fmt(const char* f, double v) {
 }
 
 struct TuneRow {
-  const tools::ShapeProblem* problem = nullptr;
+  int line = 0;
   std::string key, winner, status, note;
   double ms = std::nan(""), tflops = std::nan("");
   std::size_t measured = 0, failed = 0, pruned = 0;
@@ -94,7 +96,7 @@ void print_summary(const std::vector<TuneRow>& rows) {
     const std::string ms = std::isnan(r.ms) ? "-" : fmt("%.4f", r.ms);
     const std::string tf = std::isnan(r.tflops) ? "-" : fmt("%.1f", r.tflops);
     const std::string counts = std::to_string(r.measured) + "/" + std::to_string(r.failed) + "/" + std::to_string(r.pruned);
-    std::printf("%5d  %-*s  %-*s %10s %8s %22s  %s%s%s\n", r.problem->line, int(kw), r.key.c_str(), int(ww),
+    std::printf("%5d  %-*s  %-*s %10s %8s %22s  %s%s%s\n", r.line, int(kw), r.key.c_str(), int(ww),
                 r.winner.empty() ? "-" : r.winner.c_str(), ms.c_str(), tf.c_str(), counts.c_str(), r.status.c_str(),
                 r.note.empty() ? "" : ": ", r.note.c_str());
   }
@@ -132,7 +134,9 @@ int tune_shapes(const TuneOptions& opt, const tools::ShapesFile& shapes) {
   topt.autosave = true;
   topt.policy = tuner::Policy::tune;
   if (opt.max_candidates >= 0) topt.max_candidates = opt.max_candidates;
-  tuner::Tuner t(std::make_shared<tuner::CudaBackend>(), &gemm_table(), topt);
+  // Conv keys are measured as ktune::conv2d's default tuner measures them (CudaConvBackend's defaults).
+  tuner::Tuner t(std::make_shared<tuner::CudaBackend>(), &gemm_table(), topt, std::make_shared<tuner::CudaConvBackend>(),
+                 &conv_table());
 
   tuner::CacheIdentity id;
   if (const Status s = t.identity(dev.ordinal, id); !s.ok()) {
@@ -140,64 +144,43 @@ int tune_shapes(const TuneOptions& opt, const tools::ShapesFile& shapes) {
     return 1;
   }
   std::printf("ktune-profile --tune %s -> %s\n", opt.shapes_path.c_str(), opt.cache_path.c_str());
-  std::printf("device %d: %s (sm%d, %d SMs); cache identity: device '%s', ktune %s, instance set %s (%zu instances)\n",
+  // Conv entries carry the conv table's hash (Tuner: conv_family_hash) instead of the GEMM table's.
+  const tuner::CacheIdentity conv_id{id.device, id.version, tuner::conv_family_hash(conv_table())};
+  std::printf("device %d: %s (sm%d, %d SMs); cache identity: device '%s', ktune %s, instance set %s (%zu GEMM instances), "
+              "conv instance set %s (%zu conv instances)\n",
               dev.ordinal, dev.name.c_str(), dev.cc, dev.sm_count, id.device.c_str(), id.version.c_str(), id.families.c_str(),
-              gemm_table().size());
-  std::printf("%zu problems; top %s candidates per key by the cost model, key budget %s, M bucketing %s%s\n",
-              shapes.problems.size(), topt.max_candidates > 0 ? std::to_string(topt.max_candidates).c_str() : "(all)",
+              gemm_table().size(), conv_id.families.c_str(), conv_table().size());
+  std::printf("%zu GEMM and %zu conv2d problems; top %s candidates per key by the cost model, key budget %s, M bucketing %s%s\n",
+              shapes.problems.size(), shapes.convs.size(), topt.max_candidates > 0 ? std::to_string(topt.max_candidates).c_str() : "(all)",
               topt.max_ms_per_key > 0 ? fmt("%.0f ms", topt.max_ms_per_key).c_str() : "none",
               std::string(tuner::to_string(topt.m_bucketing)).c_str(),
               opt.skip_cached ? "; keys already in the cache for this device and build are skipped" : "");
 
   std::vector<TuneRow> rows;
-  rows.reserve(shapes.problems.size());
+  rows.reserve(shapes.problems.size() + shapes.convs.size());
   std::vector<std::pair<tuner::ProblemKey, int>> seen;  // key → line (M bucketing can merge lines)
-  const int n = static_cast<int>(shapes.problems.size());
-  for (int i = 0; i < n; ++i) {
-    const tools::ShapeProblem& p = shapes.problems[static_cast<std::size_t>(i)];
-    TuneRow row;
-    row.problem = &p;
-    const GemmDesc d = p.desc();
-    const GemmAlignment al = p.alignment();
-    const tuner::ProblemKey key = tuner::make_key(d, al, topt.m_bucketing);
-    row.key = tuner::to_string(key);
-    std::printf("\n[%d/%d] line %d: %s\n", i + 1, n, p.line, p.name().c_str());
-    std::fflush(stdout);
-
-    int same_as = 0;
-    for (const auto& [k, line] : seen)
-      if (k == key) same_as = line;
-    if (same_as > 0) {
-      row.ok = true;
-      row.status = "same key";
-      row.note = "as line " + std::to_string(same_as) + " (M bucketing " + std::string(tuner::to_string(topt.m_bucketing)) + ")";
-      std::printf("  same key as line %d: already tuned\n", same_as);
-      rows.push_back(row);
-      continue;
-    }
-    seen.emplace_back(key, p.line);
-    if (opt.skip_cached) {
-      const tuner::CacheStore snap = t.cache_snapshot();
-      if (const tuner::CacheEntry* e = snap.find(key, id); e != nullptr && gemm_table().find(e->instance) != nullptr) {
-        row.ok = true;
-        row.status = "cached";
-        row.winner = e->tactic();
-        row.ms = e->ms;
-        row.tflops = e->tflops;
-        std::printf("  in the cache already: %s %.4f ms (skipped)\n", row.winner.c_str(), e->ms);
-        rows.push_back(row);
-        continue;
-      }
-    }
-
-    tuner::TuningReport r;
-    const Status s = t.tune(d, al, &r, /*force=*/false);
+  const int n = static_cast<int>(shapes.problems.size()), total = n + static_cast<int>(shapes.convs.size());
+  // --skip-cached: the key's usable entry for this device and build (found by `find` in a snapshot of the
+  // cache) goes into the row instead of tuning it; false when there is none.
+  auto skip_cached = [&](TuneRow& row, const auto& find) {
+    const tuner::CacheStore snap = t.cache_snapshot();
+    const tuner::CacheEntry* e = find(snap);
+    if (e == nullptr) return false;
+    row.ok = true;
+    row.status = "cached";
+    row.winner = e->tactic();
+    row.ms = e->ms;
+    row.tflops = e->tflops;
+    std::printf("  in the cache already: %s %.4f ms (skipped)\n", row.winner.c_str(), e->ms);
+    return true;
+  };
+  // The measured outcome of one key into its row (GEMM and conv alike).
+  auto record = [&](TuneRow& row, const Status& s, const tuner::TuningReport& r) {
     if (!s.ok()) {
       row.status = "FAILED";
       row.note = s.to_string();
       std::printf("  FAILED: %s\n", s.to_string().c_str());
-      rows.push_back(row);
-      continue;
+      return;
     }
     row.winner = r.winner;
     row.ms = r.winner_ms;
@@ -222,6 +205,62 @@ int tune_shapes(const TuneOptions& opt, const tools::ShapesFile& shapes) {
           rec.status == tuner::TacticStatus::exceeded_time_bound)
         std::printf("    excluded %s: %s: %s\n", rec.name.c_str(), std::string(tuner::to_string(rec.status)).c_str(),
                     rec.detail.c_str());
+  };
+  for (int i = 0; i < n; ++i) {
+    const tools::ShapeProblem& p = shapes.problems[static_cast<std::size_t>(i)];
+    TuneRow row;
+    row.line = p.line;
+    const GemmDesc d = p.desc();
+    const GemmAlignment al = p.alignment();
+    const tuner::ProblemKey key = tuner::make_key(d, al, topt.m_bucketing);
+    row.key = tuner::to_string(key);
+    std::printf("\n[%d/%d] line %d: %s\n", i + 1, total, p.line, p.name().c_str());
+    std::fflush(stdout);
+
+    int same_as = 0;
+    for (const auto& [k, line] : seen)
+      if (k == key) same_as = line;
+    if (same_as > 0) {
+      row.ok = true;
+      row.status = "same key";
+      row.note = "as line " + std::to_string(same_as) + " (M bucketing " + std::string(tuner::to_string(topt.m_bucketing)) + ")";
+      std::printf("  same key as line %d: already tuned\n", same_as);
+      rows.push_back(row);
+      continue;
+    }
+    seen.emplace_back(key, p.line);
+    if (opt.skip_cached && skip_cached(row, [&](const tuner::CacheStore& c) {
+          const tuner::CacheEntry* e = c.find(key, id);
+          return e != nullptr && gemm_table().find(e->instance) != nullptr ? e : nullptr;
+        })) {
+      rows.push_back(row);
+      continue;
+    }
+
+    tuner::TuningReport r;
+    const Status s = t.tune(d, al, &r, /*force=*/false);
+    record(row, s, r);
+    rows.push_back(row);
+  }
+  // conv2d lines (duplicate keys were dropped by the parser: conv keys have no bucketing).
+  for (std::size_t j = 0; j < shapes.convs.size(); ++j) {
+    const tools::ConvShapeProblem& p = shapes.convs[j];
+    TuneRow row;
+    row.line = p.line;
+    const tuner::ConvKey key = p.key();
+    row.key = tuner::to_string(key);
+    std::printf("\n[%d/%d] line %d: %s\n", n + static_cast<int>(j) + 1, total, p.line, p.name().c_str());
+    std::fflush(stdout);
+    if (opt.skip_cached && skip_cached(row, [&](const tuner::CacheStore& c) {
+          const tuner::CacheEntry* e = c.find(key, conv_id);
+          return e != nullptr && conv_table().find(e->instance) != nullptr ? e : nullptr;
+        })) {
+      rows.push_back(row);
+      continue;
+    }
+    tuner::TuningReport r;
+    const Status s = t.tune_conv(p.desc, p.alignment(), &r, /*force=*/false);
+    record(row, s, r);
     rows.push_back(row);
   }
   t.release_scratch();
@@ -241,7 +280,7 @@ int tune_shapes(const TuneOptions& opt, const tools::ShapesFile& shapes) {
   const tuner::CacheStore snap = t.cache_snapshot();
   for (const tuner::CacheEntry* e : snap.entries()) {
     ++entries;
-    here += e->id == id ? 1 : 0;
+    here += e->id == id || e->id == conv_id ? 1 : 0;
   }
   std::printf("\nwrote %s: %zu entries (%zu for this device and build); %zu keys tuned now, %zu problems failed\n",
               opt.cache_path.c_str(), entries, here, tuned, bad);

@@ -1,0 +1,42 @@
+// tools/ktune-profile/run_common.hpp — what the GEMM run (run.cu) and the conv2d run (conv_run.cu) of
+// ktune-profile share: the run's context (device, stream, timing, report) and the per-instance row
+// printing. Host code (CUDA runtime and cuBLAS calls, no kernels).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <functional>
+#include <string>
+
+#include "../common/gpu_harness.cuh"
+#include "profile.hpp"
+
+namespace ktune::profile {
+
+struct Context {
+  explicit Context(const RunOptions& o) : opt(o) {}
+  const RunOptions& opt;
+  DeviceInfo dev;
+  cudaStream_t stream = nullptr;
+  tools::CublasRef cublas;
+  tools::TimingOptions timing;
+  RunReport report;
+};
+
+std::string fmt(const char* f, double v);
+
+// Verify once (`check`: poison the output, one launch, its error against the reference into the stats),
+// then time `launch` (tools::time_launches with cx.timing), also when the result was wrong; fills the
+// row's check and time fields. Returns false when the CUDA context is lost (nothing more can run).
+bool verify_and_time(Context& cx, const std::function<Status(tools::ErrorStats&)>& check, const tools::LaunchFn& launch,
+                     double flops, double tol, ResultRow& row);
+
+// The per-instance table: header (with the reference's name) and one row.
+void print_row_header(const std::string& ref);
+void print_row(const ResultRow& r);
+
+// conv_run.cu: every conv problem of cx.opt (after the GEMM problems), rows and summaries into
+// cx.report; and the conv summary table.
+void run_conv_problems(Context& cx);
+void print_conv_summary(const RunReport& rep);
+
+}  // namespace ktune::profile
