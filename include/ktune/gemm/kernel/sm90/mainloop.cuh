@@ -18,6 +18,7 @@
 #include "ktune/gemm/config.hpp"
 #include "ktune/gemm/kernel/sm90/tma.cuh"
 #include "ktune/gemm/kernel/sm90/wgmma.cuh"
+#include "ktune/gemm/sm90_launch_policy.hpp"
 
 namespace ktune::kernel::sm90 {
 
@@ -50,7 +51,7 @@ struct WgmmaMainloop {
   __host__ __device__ static constexpr int wg_col0(int wg) { return (wg % (BN / WN)) * WN; }
 
   // Cluster pairing: along M (sharing B) when BN ≥ BM, else along N (sharing A).
-  static constexpr bool pair_m = BN >= BM;
+  static constexpr bool pair_m = sm90_pairs_along_m(C);
 
   // TMA box shapes {inner = BK (K-major) or mn_box_inner (MN-major), outer} for the host's tensor
   // maps. A multicast K-major operand is loaded as two half-boxes, one per CTA of the pair.
