@@ -140,6 +140,24 @@ TEST_CASE("conv stem: every stem instance on small stems vs float64, every epilo
   }
 }
 
+TEST_CASE("conv stem: x at every 2-byte offset from 16-byte alignment (C < 4: ragged raw-row copies)") {
+  for (const ConvKernelEntry* e : stem_instances()) {
+    if (e->config.channels == 4) continue;  // C = 4 needs 8-byte aligned x (a reason, tested below)
+    for (std::int64_t off : {1, 2, 3, 5, 7}) {
+      for (const Conv2dDesc& base : {P(2, 17, 23, e->config.channels, 64, 7, 7, 3, 3, 2, 2),
+                                     P(3, 40, 50, e->config.channels, 64, 7, 7, 3, 3, 2, 2),
+                                     P(2, 5, 1, e->config.channels, 64, 3, 3, 1, 1, 1, 2)}) {
+        Conv2dDesc d = base;
+        d.type = e->config.operand();
+        const ConvCase c(d, 50 + off, off);
+        const Check chk = run_and_check(c, bias_activation(Activation::relu), d.type, e->name.data(), 60 + off);
+        INFO(e->name << " with x " << off << " elements past 16-byte alignment, " << describe(d) << ": " << chk.summary());
+        CHECK(chk.ok(tolerance(d.type)));
+      }
+    }
+  }
+}
+
 TEST_CASE("conv stem: residual aliasing y, and y not 16-byte aligned") {
   for (const ConvKernelEntry* e : stem_instances()) {
     Conv2dDesc d = P(2, 17, 23, e->config.channels, 64, 7, 7, 3, 3, 2, 2);

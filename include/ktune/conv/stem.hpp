@@ -32,9 +32,16 @@ struct StemLayout {
   int rows_cap = 0;    // input rows a tile can need
   int row_pixels = 0;  // padded pixels per input row: (Q − 1)·2 + 8
   int pitch = 0;       // bytes between input rows
-  int filter_bytes = 0, staging_bytes = 0, rows_bytes = 0;  // rows_bytes: one of the two row buffers
-  int smem_bytes = 0;  // filters + staging + 2 row buffers
+  int filter_bytes = 0, staging_bytes = 0, rows_bytes = 0;  // rows_bytes: one row buffer
+  int row_buffers = 0;  // C = 4: two (the next tile's rows copied while this one computes); C < 4: one
+  int raw_bytes = 0;    // C < 4: the next tile's rows as they are in x (C values per pixel), copied raw
+  int smem_bytes = 0;   // filters + staging + row buffers + raw buffer
 };
+
+// C < 4: the raw rows of a tile are one contiguous piece of x (NHWC), copied with 16-byte cp.async
+// from the first 16-byte boundary on (the ≤ 14 bytes before it with scalar loads) and expanded to
+// 8-byte pixels in shared memory once they have arrived. 32 bytes of slack for the two ragged ends.
+inline constexpr int stem_raw_slack = 32;
 
 constexpr StemLayout stem_layout(const ConvConfig& c, const Conv2dDesc& d) {
   const ConvShape s = conv_shape(d);
@@ -46,8 +53,11 @@ constexpr StemLayout stem_layout(const ConvConfig& c, const Conv2dDesc& d) {
   const std::int64_t pixels = (q - 1) * 2 + 8;
   const std::int64_t pitch = pixels * stem_pixel_bytes;
   const std::int64_t rows_bytes = rows * pitch;
+  const int buffers = c.channels == 4 ? 2 : 1;
+  const std::int64_t raw = c.channels == 4 ? 0 : (rows * d.w * d.c * 2 + stem_raw_slack + 15) / 16 * 16;
   const std::int64_t total = std::int64_t{d.r} * stem_filter_row_bytes +
-                             std::int64_t{c.gemm.tile.m / stem_warp_m} * stem_staging_bytes_per_warp + 2 * rows_bytes;
+                             std::int64_t{c.gemm.tile.m / stem_warp_m} * stem_staging_bytes_per_warp +
+                             buffers * rows_bytes + raw;
   if (total > (std::int64_t{1} << 30)) return l;  // absurd: smem_bytes 0 marks it, can_implement rejects
   l.rows_cap = static_cast<int>(rows);
   l.row_pixels = static_cast<int>(pixels);
@@ -55,6 +65,8 @@ constexpr StemLayout stem_layout(const ConvConfig& c, const Conv2dDesc& d) {
   l.filter_bytes = static_cast<int>(d.r) * stem_filter_row_bytes;
   l.staging_bytes = (c.gemm.tile.m / stem_warp_m) * stem_staging_bytes_per_warp;
   l.rows_bytes = static_cast<int>(rows_bytes);
+  l.row_buffers = buffers;
+  l.raw_bytes = static_cast<int>(raw);
   l.smem_bytes = static_cast<int>(total);
   return l;
 }
@@ -77,7 +89,7 @@ inline Status stem_can_implement(const ConvConfig& c, const Conv2dDesc& d, int s
   const StemLayout l = stem_layout(c, d);
   if (l.smem_bytes == 0 || (smem_optin > 0 && l.smem_bytes > smem_optin))
     return error(StatusCode::unsupported, "stem: the input rows of a " + n(c.gemm.tile.m) + "-pixel tile (" +
-                                              n(l.rows_cap) + " rows of " + n(l.row_pixels) + " pixels, twice) need " +
+                                              n(l.rows_cap) + " rows of " + n(l.row_pixels) + " pixels) need " +
                                               n(l.smem_bytes) + " B of shared memory, device allows " + n(smem_optin));
   return {};
 }

@@ -4,8 +4,9 @@
 //
 // Persistent CTAs of BM/64 warps walk tiles of BM consecutive output pixels of one image. Per tile:
 //   1. the input rows under the tile's output rows go to shared memory as 8-byte pixels (4 channels,
-//      zero past C), zero-filled outside the image (cp.async for C = 4, loaded ahead into the other of
-//      two buffers while the current tile computes);
+//      zero past C), zero-filled outside the image, copied while the previous tile computes: C = 4 by
+//      8-byte cp.async into the other of two row buffers; C < 4 by 16-byte cp.async of the raw rows
+//      (one contiguous piece of x) into a raw buffer, expanded to 8-byte pixels once they arrived;
 //   2. each warp computes 64 pixels × 64 channels with mma.sync m16n8k16: for filter row r and k-step
 //      kk, lane row m = pixel (p, q) reads its 16-byte A piece at row_base(p, r) + q·16 + kk·32 + piece·16
 //      (ldmatrix; the 8 rows of a matrix are 128 contiguous bytes: no bank conflicts); B (the filter,
@@ -42,6 +43,7 @@ struct StemGeometry {
   int rows_cap, row_pixels, pitch;  // conv/stem.hpp StemLayout
   int rows_offset;                // bytes from the start of shared memory to the first row buffer
   int rows_bytes;                 // bytes per row buffer
+  int raw_offset;                 // C < 4: bytes from the start of shared memory to the raw row buffer
   bool fast_store;                // f16/bf16 y, K = 64, 16-byte aligned y, beta = 0, no residual
 };
 
@@ -126,54 +128,80 @@ struct StemKernel {
     return c;
   }
 
-  // The input rows of tile t into the row buffer at `rows`: pixel j of row i is input pixel
-  // (h_first + i, j − pad_w), zero outside the image. C = 4: asynchronous 8-byte copies (zero-filling).
-  // C < 4: scalar loads through registers, a batch of pixels per thread in flight before the 8-byte
-  // shared stores (synchronous, but the other buffer's tile computes meanwhile in the other CTA).
+  // C = 4: the input rows of tile t into the row buffer at `rows`, asynchronously: pixel j of row i
+  // is input pixel (h_first + i, j − pad_w), zero-filled outside the image (8-byte cp.async).
   __device__ __forceinline__ static void load_rows(char* rows, const T* x, const StemGeometry& g, int t) {
+    static_assert(C == 4, "C < 4 copies raw rows and expands them (issue_raw, expand_raw)");
     const TileCoord tc = tile_coord(g, t);
     const int h_first = tc.p_first * g.stride_h - g.pad_h;
     const T* image = x + std::int64_t(tc.n) * g.h * g.w * C;
-    if constexpr (C == 4) {
-      for (int i = 0; i < tc.rows; ++i) {
-        const int h = h_first + i;
-        const bool h_in = unsigned(h) < unsigned(g.h);
-        const T* src_row = image + (h_in ? h : 0) * g.w * C;
-        char* dst_row = rows + i * g.pitch;
-        for (int j = threadIdx.x; j < g.row_pixels; j += threads) {
-          const int wi = j - g.pad_w;
-          const bool in = h_in && unsigned(wi) < unsigned(g.w);
-          __pipeline_memcpy_async(dst_row + j * stem_pixel_bytes, in ? src_row + wi * 4 : x, 8, in ? 0 : 8);
-        }
+    for (int i = 0; i < tc.rows; ++i) {
+      const int h = h_first + i;
+      const bool h_in = unsigned(h) < unsigned(g.h);
+      const T* src_row = image + (h_in ? h : 0) * g.w * C;
+      char* dst_row = rows + i * g.pitch;
+      for (int j = threadIdx.x; j < g.row_pixels; j += threads) {
+        const int wi = j - g.pad_w;
+        const bool in = h_in && unsigned(wi) < unsigned(g.w);
+        __pipeline_memcpy_async(dst_row + j * stem_pixel_bytes, in ? src_row + wi * 4 : x, 8, in ? 0 : 8);
       }
-    } else {
-      const int items = tc.rows * g.row_pixels;
-      constexpr int batch = 8;
-      for (int i0 = threadIdx.x; i0 < items; i0 += batch * threads) {
-        uint2 v[batch];
-#pragma unroll
-        for (int b = 0; b < batch; ++b) {
-          const int i = i0 + b * threads;
-          const int row = i / g.row_pixels, j = i - row * g.row_pixels;
-          const int h = h_first + row, wi = j - g.pad_w;
-          const bool in = i < items && unsigned(h) < unsigned(g.h) && unsigned(wi) < unsigned(g.w);
-          std::uint32_t lo = 0, hi = 0;
-          if (in) {
-            const auto* s = reinterpret_cast<const unsigned short*>(image + (h * g.w + wi) * C);
-            lo = __ldg(s);
-            if constexpr (C > 1) lo |= std::uint32_t(__ldg(s + 1)) << 16;
-            if constexpr (C > 2) hi = __ldg(s + 2);
-          }
-          v[b] = make_uint2(lo, hi);
-        }
-#pragma unroll
-        for (int b = 0; b < batch; ++b) {
-          const int i = i0 + b * threads;
-          if (i >= items) break;
-          const int row = i / g.row_pixels, j = i - row * g.row_pixels;
-          *reinterpret_cast<uint2*>(rows + row * g.pitch + j * stem_pixel_bytes) = v[b];
-        }
+    }
+  }
+
+  // C < 4: the image rows of tile t that exist (h_lo..h_hi) are one contiguous byte range [b0, b1) of x.
+  // Raw buffer layout: byte b of x at raw + 16 − lead + (b − b0), lead = bytes from b0 to the first
+  // 16-byte boundary at or after it (0..14); the aligned part goes by 16-byte cp.async (the last one
+  // zero-filled past b1), the lead by scalar loads.
+  struct RawRange {
+    int h_lo, h_hi;                  // image rows held (h_lo > h_hi: none)
+    std::uintptr_t b0, b1, aligned;  // byte addresses; aligned = b0 rounded up to 16
+  };
+  __device__ __forceinline__ static RawRange raw_range(const T* x, const StemGeometry& g, const TileCoord& tc) {
+    RawRange r;
+    const int h_first = tc.p_first * g.stride_h - g.pad_h;
+    r.h_lo = max(h_first, 0);
+    r.h_hi = min(h_first + tc.rows - 1, g.h - 1);
+    const std::int64_t row_elems = std::int64_t(g.w) * C, image_rows = std::int64_t(tc.n) * g.h;
+    r.b0 = reinterpret_cast<std::uintptr_t>(x + (image_rows + r.h_lo) * row_elems);
+    r.b1 = r.h_lo <= r.h_hi ? reinterpret_cast<std::uintptr_t>(x + (image_rows + r.h_hi + 1) * row_elems) : r.b0;
+    r.aligned = (r.b0 + 15) & ~std::uintptr_t{15};
+    if (r.aligned > r.b1) r.aligned = r.b1;
+    return r;
+  }
+
+  __device__ __forceinline__ static void issue_raw(char* raw, const T* x, const StemGeometry& g, int t) {
+    const RawRange r = raw_range(x, g, tile_coord(g, t));
+    const int lead = static_cast<int>(r.aligned - r.b0);
+    if (static_cast<int>(threadIdx.x) * 2 < lead)
+      *reinterpret_cast<unsigned short*>(raw + 16 - lead + threadIdx.x * 2) =
+          __ldg(reinterpret_cast<const unsigned short*>(r.b0) + threadIdx.x);
+    const std::int64_t body = static_cast<std::int64_t>(r.b1 - r.aligned);
+    const int chunks = static_cast<int>((body + 15) / 16);
+    for (int k = threadIdx.x; k < chunks; k += threads) {
+      const std::int64_t left = body - std::int64_t(k) * 16;
+      const int zero = left >= 16 ? 0 : 16 - static_cast<int>(left);
+      __pipeline_memcpy_async(raw + 16 + k * 16, reinterpret_cast<const char*>(r.aligned) + k * 16, 16, zero);
+    }
+  }
+
+  // The arrived raw rows of tile t as 8-byte pixels (channels ≥ C and the halo zero) in `rows`.
+  __device__ __forceinline__ static void expand_raw(char* rows, const char* raw, const T* x, const StemGeometry& g, int t) {
+    const TileCoord tc = tile_coord(g, t);
+    const RawRange r = raw_range(x, g, tc);
+    const int h_first = tc.p_first * g.stride_h - g.pad_h;
+    const char* base = raw + 16 - static_cast<int>(r.aligned - r.b0);  // image row h_lo, pixel 0
+    const int items = tc.rows * g.row_pixels;
+    for (int i = threadIdx.x; i < items; i += threads) {
+      const int row = i / g.row_pixels, j = i - row * g.row_pixels;
+      const int h = h_first + row, wi = j - g.pad_w;
+      std::uint32_t lo = 0, hi = 0;
+      if (unsigned(h) < unsigned(g.h) && unsigned(wi) < unsigned(g.w)) {
+        const auto* s = reinterpret_cast<const unsigned short*>(base + ((h - r.h_lo) * g.w + wi) * (C * 2));
+        lo = s[0];
+        if constexpr (C > 1) lo |= std::uint32_t(s[1]) << 16;
+        if constexpr (C > 2) hi = s[2];
       }
+      *reinterpret_cast<uint2*>(rows + row * g.pitch + j * stem_pixel_bytes) = make_uint2(lo, hi);
     }
   }
 
@@ -339,24 +367,13 @@ struct StemKernel {
     const T* x = static_cast<const T*>(p.x);
 
     int t = blockIdx.x;
-    if (t < g.tiles) load_rows(rows0, x, g, t);
-    copy_commit();
-    load_filters(sf, static_cast<const T*>(p.w), g);
     Acc acc;
-#pragma unroll 1
-    for (int it = 0; t < g.tiles; t += gridDim.x, ++it) {
-      const int next = t + gridDim.x;
-      if (next < g.tiles) load_rows(rows0 + ((it + 1) & 1) * g.rows_bytes, x, g, next);
-      copy_commit();
-      copy_wait<1>();
-      __syncthreads();  // tile t's rows (and, the first time, the filters) are visible to every warp
-
-      const TileCoord tc = tile_coord(g, t);
+    auto tile_work = [&](const char* rows, int tile) {
+      const TileCoord tc = tile_coord(g, tile);
       int a_off[MI];
       a_offsets(a_off, g, tc, warp, lane);
-      compute(acc, rows0 + (it & 1) * g.rows_bytes, sf, g, a_off, lane);
-      __syncthreads();  // every warp is done with this row buffer: the next iteration refills it
-
+      compute(acc, rows, sf, g, a_off, lane);
+      __syncthreads();  // every warp is done with the row buffer: it may be refilled
       const int m_warp = tc.m0 + warp * stem_warp_m;
       const int valid = min(stem_warp_m, g.pq - m_warp);
       if (valid > 0) {
@@ -366,6 +383,44 @@ struct StemKernel {
           else store_fast<__half>(p, acc, stage, pixel0, valid, lane);
         } else {
           store_general(p, acc, stage, pixel0, valid, lane);
+        }
+      }
+    };
+    if constexpr (C == 4) {
+      // Two row buffers: tile t + grid's rows are copied while tile t computes.
+      if (t < g.tiles) load_rows(rows0, x, g, t);
+      copy_commit();
+      load_filters(sf, static_cast<const T*>(p.w), g);
+#pragma unroll 1
+      for (int it = 0; t < g.tiles; t += gridDim.x, ++it) {
+        const int next = t + gridDim.x;
+        if (next < g.tiles) load_rows(rows0 + ((it + 1) & 1) * g.rows_bytes, x, g, next);
+        copy_commit();
+        copy_wait<1>();
+        __syncthreads();  // tile t's rows (and, the first time, the filters) are visible to every warp
+        tile_work(rows0 + (it & 1) * g.rows_bytes, t);
+      }
+    } else {
+      // One row buffer and one raw buffer: tile t + grid's raw rows arrive while tile t computes and
+      // stores; they are expanded into the row buffer after that.
+      char* const raw = smem + g.raw_offset;
+      if (t < g.tiles) issue_raw(raw, x, g, t);
+      copy_commit();
+      load_filters(sf, static_cast<const T*>(p.w), g);
+      copy_wait<0>();
+      __syncthreads();
+      if (t < g.tiles) expand_raw(rows0, raw, x, g, t);
+#pragma unroll 1
+      for (; t < g.tiles; t += gridDim.x) {
+        const int next = t + gridDim.x;
+        __syncthreads();  // tile t's rows (and the filters) are visible; the raw buffer is free
+        if (next < g.tiles) issue_raw(raw, x, g, next);
+        copy_commit();
+        tile_work(rows0, t);
+        if (next < g.tiles) {
+          copy_wait<0>();
+          __syncthreads();  // the raw rows of tile next have arrived (and the lead bytes are stored)
+          expand_raw(rows0, raw, x, g, next);
         }
       }
     }
@@ -443,6 +498,7 @@ Status launch_conv_stem(const Conv2dDesc& d, const Conv2dOperands& ops, const Co
   g.pitch = l.pitch;
   g.rows_offset = l.filter_bytes + l.staging_bytes;
   g.rows_bytes = l.rows_bytes;
+  g.raw_offset = g.rows_offset + l.row_buffers * l.rows_bytes;
   const auto y_addr = reinterpret_cast<std::uintptr_t>(ops.y);
   g.fast_store = (d.out_type == DType::f16 || d.out_type == DType::bf16) && d.k == stem_max_k && y_addr % 16 == 0 &&
                  d.epilogue.beta == 0.0f && !d.epilogue.residual;
