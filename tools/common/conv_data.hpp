@@ -80,7 +80,8 @@ class ConvData {
   // ---- The float64 CPU reference of set 0, on conv_check_blocks() of the output pixels ------------------
 
   // Copies set 0's x and w and the bias to the host and computes the reference pixels (needs no beta,
-  // no residual). Seconds at most: the blocks hold ≤ 3072 pixels.
+  // no residual). The blocks hold at most 3072 pixels and about 2^27 multiply-adds in all (≤ 1024-pixel
+  // blocks, fewer pixels for long reductions): a fraction of a second.
   Status compute_cpu_ref(cudaStream_t s) {
     const Conv2dDesc& d = desc_;
     if (d.epilogue.beta != 0.0f || d.epilogue.residual)
@@ -91,7 +92,8 @@ class ConvData {
     KTUNE_RETURN_IF_ERROR(download(o.x, d.type, sh.x_elems, s, x));
     KTUNE_RETURN_IF_ERROR(download(o.w, d.type, sh.w_elems, s, w));
     if (d.epilogue.bias) KTUNE_RETURN_IF_ERROR(download(o.bias, d.out_type, d.k, s, b));
-    blocks_ = conv_check_blocks(sh.m);
+    const std::int64_t macs_per_pixel = std::max<std::int64_t>(1, d.k * sh.kgemm);
+    blocks_ = conv_check_blocks(sh.m, std::clamp<std::int64_t>((std::int64_t{1} << 27) / (3 * macs_per_pixel), 16, 1024));
     std::int64_t pixels = 0;
     for (const auto& [b0, b1] : blocks_) pixels += b1 - b0;
     cpu_ref_.assign(static_cast<std::size_t>(pixels * d.k), 0.0);

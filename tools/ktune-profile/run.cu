@@ -344,7 +344,9 @@ int run_problems(const RunOptions& opt) {
               rep.driver.c_str(), rep.runtime.c_str(), rep.cublaslt.c_str(), rep.commit.c_str());
   std::printf("%zu GEMM and %zu conv2d instances registered; timing: CUDA events around CUDA-graph replays, %s launches per repeat, "
               "median of %d repeats; tolerances (relative Frobenius error): f32 1e-5, tf32 3e-3, f16/bf16 1e-2\n",
-              gemm_table().size(), conv_table().size(), opt.iters > 0 ? std::to_string(opt.iters).c_str() : fmt("~%.0f ms of", opt.target_ms).c_str(),
+              gemm_table().size(), conv_table().size(),
+              opt.iters > 0 ? std::to_string(opt.iters).c_str()
+                            : (fmt("~%.0f ms of", opt.target_ms) + (opt.conv_problems.empty() ? "" : fmt(" (conv2d: ~%.0f ms of)", std::min(opt.target_ms, 10.0)))).c_str(),
               cx.timing.repeats);
 
   // The tuned conv picks go through ktune's default tuner, as in an application: into --cache OUT when
