@@ -28,6 +28,12 @@
 
 using namespace kt;
 
+namespace kt {
+// test_kernels.cu: a one-thread kernel on `stream` that spins until *flag becomes non-zero or
+// `timeout_ns` passed, then writes 1 (saw the flag) or 0 to *result.
+void launch_spin_until_flag(const volatile int* flag, unsigned long long timeout_ns, int* result, cudaStream_t stream);
+}  // namespace kt
+
 namespace {
 
 // One problem kind: operand type and compute, layouts, sizes, output type, epilogue.
@@ -242,21 +248,6 @@ void check_outcome(const Outcome& o, const std::string& who) {
   if (o.status.ok() && o.cuda_error.empty()) CHECK_MESSAGE(o.check.ok(o.tol), o.check.summary());
 }
 
-// Spins on one thread until *flag becomes non-zero or `timeout_ns` passed; writes 1 (saw the flag) or 0.
-__global__ void spin_until_flag(const volatile int* flag, unsigned long long timeout_ns, int* result) {
-  unsigned long long start, now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  int seen = 0;
-  do {
-    if (*flag != 0) {
-      seen = 1;
-      break;
-    }
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < timeout_ns);
-  *result = seen;
-}
-
 }  // namespace
 
 TEST_CASE("concurrency GPU: 16 threads x several streams, mixed and shared keys through the tuned API, every result checked") {
@@ -425,7 +416,7 @@ TEST_CASE("concurrency GPU child: tuning a new key does not wait for a busy stre
   constexpr unsigned long long kTimeoutNs = 5'000'000'000ull;
   constexpr double kDeadline = 3.0;  // s after the spinner's start: the new key must be done by then
   spin_start = std::chrono::steady_clock::now();
-  spin_until_flag<<<1, 1, 0, busy>>>(dflag, kTimeoutNs, dresult);
+  launch_spin_until_flag(dflag, kTimeoutNs, dresult, busy);
   KT_CUDA(cudaGetLastError());
   std::atomic<bool> behind_done{false};
   Outcome behind = behind_p.out;
@@ -581,7 +572,7 @@ TEST_CASE("concurrency GPU child: a call's workspace growth does not wait for an
   constexpr double kDeadline = 3.0;
   const auto start = std::chrono::steady_clock::now();
   auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-  spin_until_flag<<<1, 1, 0, busy>>>(dflag, 5'000'000'000ull, dresult);
+  launch_spin_until_flag(dflag, 5'000'000'000ull, dresult, busy);
   KT_CUDA(cudaGetLastError());
   // A block of the device's default pool, freed in `busy`'s order: only once the spinner ends.
   void* pending = nullptr;

@@ -13,14 +13,19 @@
 #include <vector>
 
 #include "gpu/test_util.cuh"
-#include "ktune/gemm/route/repack.cuh"
-#include "ktune/gemm/route/repack_route.cuh"
+#include "ktune/gemm/route/plan.hpp"
 
 #if KTUNE_HAVE_CUBLASLT
 #include "common/gpu_harness.cuh"
 #endif
 
 using namespace kt;
+
+namespace kt {
+// test_kernels.cu: route::launch_repack (the copy kernel lives in ktune/gemm/route/repack.cuh, device code).
+Status launch_repack_copy(const route::RepackPlan& plan, const void* a, const void* b, void* workspace,
+                          cudaStream_t stream);
+}  // namespace kt
 
 namespace {
 
@@ -127,7 +132,7 @@ TEST_CASE("repack copy: every misalignment and line length, zero padding, bytes 
         DeviceBuffer s(src.size() * 2), ws(plan.workspace_bytes + 512);
         backend::to_device(s.ptr, src.data(), src.size() * 2);
         KT_CUDA(cudaMemset(ws.ptr, 0xAB, ws.bytes));
-        const Status st = route::launch_repack(plan, s.ptr + (kGuard + offset) * 2, nullptr, ws.ptr, nullptr);
+        const Status st = launch_repack_copy(plan, s.ptr + (kGuard + offset) * 2, nullptr, ws.ptr, nullptr);
         REQUIRE_MESSAGE(st.ok(), st.to_string());
         backend::sync(nullptr);
         std::vector<std::uint16_t> out(ws.bytes / 2), back(src.size());
@@ -171,7 +176,7 @@ TEST_CASE("repack copy: every misalignment and line length, zero padding, bytes 
     DeviceBuffer da(a.size() * 2), db(b.size() * 2), ws(plan.workspace_bytes);
     backend::to_device(da.ptr, a.data(), a.size() * 2);
     backend::to_device(db.ptr, b.data(), b.size() * 2);
-    REQUIRE(route::launch_repack(plan, da.ptr, db.ptr, ws.ptr, nullptr).ok());
+    REQUIRE(launch_repack_copy(plan, da.ptr, db.ptr, ws.ptr, nullptr).ok());
     backend::sync(nullptr);
     std::vector<std::uint16_t> out(plan.workspace_bytes / 2);
     backend::to_host(out.data(), ws.ptr, plan.workspace_bytes);

@@ -1,6 +1,8 @@
-// test/gpu/test_kernels.cu — the device code of the GPU tests (random fill, float64 reference GEMM),
-// declared in test_util.cuh. Every other GPU-test file is host code compiled by g++ (see CMakeLists.txt).
+// test/gpu/test_kernels.cu — the device code of the GPU tests (random fill, float64 reference GEMM,
+// declared in test_util.cuh; the repack copy and a spinning kernel, declared where they are used). Every
+// other GPU-test file is host code compiled by g++ (see CMakeLists.txt).
 #include "gpu/test_util.cuh"
+#include "ktune/gemm/route/repack.cuh"
 
 namespace kt {
 
@@ -81,6 +83,34 @@ void reference_gemm_gpu(const GemmDesc& d0, const void* A, const void* B, double
       break;
   }
   KT_CUDA(cudaGetLastError());
+}
+
+// route_test.cu: the repack copy on its own (ktune/gemm/route/repack.cuh holds the kernel).
+Status launch_repack_copy(const route::RepackPlan& plan, const void* a, const void* b, void* workspace,
+                          cudaStream_t stream) {
+  return route::launch_repack(plan, a, b, workspace, stream);
+}
+
+namespace {
+// Spins on one thread until *flag becomes non-zero or `timeout_ns` passed; writes 1 (saw the flag) or 0.
+__global__ void spin_until_flag_kernel(const volatile int* flag, unsigned long long timeout_ns, int* result) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  int seen = 0;
+  do {
+    if (*flag != 0) {
+      seen = 1;
+      break;
+    }
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < timeout_ns);
+  *result = seen;
+}
+}  // namespace
+
+// concurrency_test.cu: a one-thread kernel on `stream` that keeps it busy until the host sets *flag.
+void launch_spin_until_flag(const volatile int* flag, unsigned long long timeout_ns, int* result, cudaStream_t stream) {
+  spin_until_flag_kernel<<<1, 1, 0, stream>>>(flag, timeout_ns, result);
 }
 
 }  // namespace kt
