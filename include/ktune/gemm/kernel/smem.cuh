@@ -110,10 +110,13 @@ struct TransposingCopyF32 {
     const float* src = gmem + mn0 * ld + k;
     const std::int64_t step = std::int64_t{mn_step} * ld;
     char* dst = smem + Tile::offset(k, mn0);
+    // Out of range: source size 0 (zero fill, nothing is read) at the unselected address. Selecting
+    // `gmem` there instead kept 8 64-bit offsets live across the SIMT mainloop, which spilled at its
+    // 128-register bound (sm_80, row-major A); this way 5-11% fewer instructions, no spill.
 #pragma unroll
     for (int i = 0; i < iterations; ++i) {
       const bool in = k_in && mn0 + i * mn_step < mn_limit;
-      __pipeline_memcpy_async(dst + i * mn_step * 4, in ? src + i * step : gmem, 4, in ? 0 : 4);
+      __pipeline_memcpy_async(dst + i * mn_step * 4, src + i * step, 4, in ? 0 : 4);
     }
   }
 };
