@@ -121,7 +121,7 @@ class CudnnConvRef {
       }
     KTUNE_RETURN_IF_ERROR(p->workspace.allocate(std::max(p->ws_fused, p->ws_unfused)));
     if (conv_only) {
-      p->fused_status = error(StatusCode::unsupported, "identity epilogue: cuDNN's fused call needs a bias and an activation");
+      (void)(p->fused_status = error(StatusCode::unsupported, "identity epilogue: cuDNN's fused call needs a bias and an activation"));
       out = std::move(p);
       return {};
     }
