@@ -415,31 +415,26 @@ inline ShapesFile parse_shapes_text(std::string_view text, std::string_view orig
     ++lineno;
     if (const std::size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
     if (detail::split_ws(line).empty()) continue;
-    if (line.find('\0') != std::string_view::npos) {
-      f.errors.push_back(where + ":" + std::to_string(lineno) + ": contains a NUL byte (not a text file?)");
+    auto bad_line = [&](const std::string& why) {
+      f.errors.push_back(where + ":" + std::to_string(lineno) + ": " + why);
       ++f.bad_lines;
+    };
+    if (line.find('\0') != std::string_view::npos) {
+      bad_line("contains a NUL byte (not a text file?)");
       continue;
     }
     std::string why;
     if (const std::vector<std::string_view> tok = detail::split_ws(line); tok.front() == "conv") {
       ConvShapeProblem c;
       c.line = lineno;
-      if (!parse_conv_shape_line(line, c, why)) {
-        f.errors.push_back(where + ":" + std::to_string(lineno) + ": " + why);
-        ++f.bad_lines;
-        continue;
-      }
-      if (is_new_key(conv_keys, c.key(), f.convs, c.name(), lineno)) f.convs.push_back(c);
+      if (!parse_conv_shape_line(line, c, why)) bad_line(why);
+      else if (is_new_key(conv_keys, c.key(), f.convs, c.name(), lineno)) f.convs.push_back(c);
       continue;
     }
     ShapeProblem p;
     p.line = lineno;
-    if (!parse_shape_line(line, p, why)) {
-      f.errors.push_back(where + ":" + std::to_string(lineno) + ": " + why);
-      ++f.bad_lines;
-      continue;
-    }
-    if (is_new_key(keys, p.key(), f.problems, p.name(), lineno)) f.problems.push_back(p);
+    if (!parse_shape_line(line, p, why)) bad_line(why);
+    else if (is_new_key(keys, p.key(), f.problems, p.name(), lineno)) f.problems.push_back(p);
   }
   if (f.errors.empty() && f.problems.empty() && f.convs.empty())
     f.errors.push_back(where +

@@ -267,18 +267,7 @@ void run_conv_problem(Context& cx, CudnnHolder& cudnn, const Conv2dDesc& d, int 
       }
     }
   }
-  const ResultRow* best = nullptr;
-  for (const ResultRow& r : rows) {
-    if (r.status == "PASS") ++sum.passed;
-    else ++sum.failed;
-    if (r.status == "PASS" && r.ms > 0 && (best == nullptr || r.ms < best->ms)) best = &r;
-    if (r.heuristic_pick && r.ms > 0) sum.heuristic_tflops = r.tflops;
-  }
-  if (best != nullptr) {
-    sum.best_instance = best->instance;
-    sum.best_ms = best->ms;
-    sum.best_tflops = best->tflops;
-  }
+  const ResultRow* best = tally_rows(rows, sum);
   cx.report.rows.insert(cx.report.rows.end(), rows.begin(), rows.end());
   if (cx.report.context_lost) return finish("CUDA context lost (sticky error): the remaining instances and problems cannot run");
 

@@ -269,16 +269,8 @@ void run_problem(Context& cx, const ProblemSpec& spec, int index, int count) {
       break;
     }
   }
-  for (const ResultRow& r : rows) {
-    if (r.status == "PASS") ++sum.passed;
-    else ++sum.failed;
-    if (r.status == "PASS" && r.ms > 0 && (best == nullptr || r.ms < best->ms)) best = &r;
-    if (r.heuristic_pick && r.ms > 0) sum.heuristic_tflops = r.tflops;
-  }
+  best = tally_rows(rows, sum);
   if (best != nullptr) {
-    sum.best_instance = best->instance;
-    sum.best_ms = best->ms;
-    sum.best_tflops = best->tflops;
     std::printf("  best: %s %.4f ms %.1f TF/s", best->instance.c_str(), best->ms, best->tflops);
     if (sum.cublas_ms > 0) std::printf(" = %.2fx cuBLAS", sum.cublas_ms / best->ms);
     if (sum.heuristic_tflops > 0) std::printf("; heuristic pick reaches %.0f%% of the best", 100.0 * sum.heuristic_tflops / best->tflops);

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "../common/gpu_harness.cuh"
 #include "profile.hpp"
@@ -29,6 +30,25 @@ std::string fmt(const char* f, double v);
 // row's check and time fields. Returns false when the CUDA context is lost (nothing more can run).
 bool verify_and_time(Context& cx, const std::function<Status(tools::ErrorStats&)>& check, const tools::LaunchFn& launch,
                      double flops, double tol, ResultRow& row);
+
+// Count a problem's instance rows into its summary (GEMM's ProblemSummary or ConvSummary): passed,
+// failed, the heuristic pick's TF/s and the best verified row. Returns the best row or nullptr.
+template <class Summary>
+const ResultRow* tally_rows(const std::vector<ResultRow>& rows, Summary& sum) {
+  const ResultRow* best = nullptr;
+  for (const ResultRow& r : rows) {
+    if (r.status == "PASS") ++sum.passed;
+    else ++sum.failed;
+    if (r.status == "PASS" && r.ms > 0 && (best == nullptr || r.ms < best->ms)) best = &r;
+    if (r.heuristic_pick && r.ms > 0) sum.heuristic_tflops = r.tflops;
+  }
+  if (best != nullptr) {
+    sum.best_instance = best->instance;
+    sum.best_ms = best->ms;
+    sum.best_tflops = best->tflops;
+  }
+  return best;
+}
 
 // The per-instance table: header (with the reference's name) and one row.
 void print_row_header(const std::string& ref);
