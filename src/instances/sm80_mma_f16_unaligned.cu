@@ -1,4 +1,4 @@
-// ktune::families::Sm80MmaF16Unaligned (mma.sync f16/bf16, 2- and 4-byte operand access), every surviving configuration.
+// ktune::families::Sm80MmaF16Unaligned (mma.sync f16/bf16, 2-byte element copies for rows that are not 16-byte aligned), every surviving configuration.
 // Few, large translation units: each one pays ~12 s of CPU (two architectures) to parse ktune's
 // headers before its first instance, so the families are split only as far as 2 cores need.
 #include "ktune/gemm/families.hpp"

@@ -43,7 +43,7 @@ constexpr Expected kExpected[] = {
     {"sm80_mma_f16", 32, 20},           // 2 maths × 4 layouts × 2 tiles × 2 warps: 128x256 with 32x64 warps and 'nt' with 64x64 pruned
     {"sm80_mma_f16_small", 16, 16},     // 2 × 4 × 2 tiles
     {"sm80_mma_f16_small_m", 16, 16},   // 2 maths × 2 B layouts × 4 tiles (A row-major only)
-    {"sm80_mma_f16_unaligned", 32, 16}, // 2 × 4 × 2 warps × 2 aligns: 64x64 warps exceed 255 registers
+    {"sm80_mma_f16_unaligned", 16, 8},  // 2 × 4 × 2 warps, align 1: 64x64 warps exceed 255 registers
     {"sm80_mma_tf32", 4, 4},
     {"sm80_mma_tf32_unaligned", 4, 4},
     {"sm80_simt_f32", 8, 8},            // 4 layouts × 2 aligns
@@ -248,7 +248,7 @@ TEST_CASE("table: names are unique, stable, readable and null-terminated") {
                              "ktune_gemm_sm80_f16_nn_128x128x32_w64x64_s4_a8",
                              "ktune_gemm_sm80_f16_tn_64x128x32_w32x64_s4_a8",
                              "ktune_gemm_sm80_bf16_nt_64x64x64_w32x64_s4_a8",
-                             "ktune_gemm_sm80_bf16_nt_128x128x32_w32x64_s3_a2",
+                             "ktune_gemm_sm80_bf16_nt_128x128x32_w32x64_s3_a1",
                              "ktune_gemm_sm80_f16_tt_128x128x32_w32x64_s3_a1",
                              "ktune_gemm_sm80_tf32_tn_128x128x32_w32x64_s3_a4",
                              "ktune_gemm_sm80_tf32_nn_128x128x16_w32x64_s3_a1",

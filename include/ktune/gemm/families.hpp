@@ -54,7 +54,12 @@ struct Sm80MmaF16SmallM {
   static constexpr int aligns[] = {8};
 };
 
-// f16/bf16 operands whose rows are only 4- or 2-byte aligned (odd K, odd leading dimensions).
+// f16/bf16 operands whose rows are not 16-byte aligned (odd K, odd leading dimensions): 2-byte
+// element copies, so every alignment has an instance. No 4-byte (align 2) variant: the repack routes
+// (route/default_routes.cuh: copy to aligned scratch, then an aligned instance) beat it on every
+// measured shape (H200, f16/bf16 tn and nn 3000x5000x700: 1.7x with the sm80 128x256 route, 3.4x with
+// the sm90 ones; notes/build-time.md), and each instance costs ~10 s of build. ('nt' has no sm80
+// route: on an sm80 GPU a 4-byte-aligned 'nt' problem runs this align-1 instance.)
 struct Sm80MmaF16Unaligned {
   static constexpr std::string_view name = "sm80_mma_f16_unaligned";
   static constexpr const ArchTraits& arch = sm80;
@@ -64,7 +69,7 @@ struct Sm80MmaF16Unaligned {
   static constexpr TileShape tiles[] = {{128, 128, 32}};
   static constexpr WarpShape warps[] = {{32, 64}, {64, 64}};
   static constexpr int stages[] = {3};
-  static constexpr int aligns[] = {2, 1};
+  static constexpr int aligns[] = {1};
 };
 
 // tf32 tensor cores on f32 operands with 16-byte aligned rows.
