@@ -27,6 +27,7 @@ enum class Rule {
   tma_box_extent,          // a TMA box extent (BM or BN) is at most 256 elements
   tma_alignment,           // TMA needs 16-byte aligned rows and base addresses: 16-byte vectors
   wgmma_k_major,           // wgmma on 32-bit (tf32) operands reads K-major shared memory only: A row-, B column-major
+  wgmma_full_width,        // a consumer warpgroup tile spans the block tile's width when the tile splits along M alone
 };
 
 constexpr std::string_view rule_name(Rule r) {
@@ -50,6 +51,7 @@ constexpr std::string_view rule_name(Rule r) {
     case Rule::tma_box_extent: return "tma_box_extent";
     case Rule::tma_alignment: return "tma_alignment";
     case Rule::wgmma_k_major: return "wgmma_k_major";
+    case Rule::wgmma_full_width: return "wgmma_full_width";
   }
   return "?";
 }
@@ -93,6 +95,9 @@ struct Verdict {
       case Rule::wgmma_k_major:
         return "wgmma tf32 reads only K-major operands (A row-major, B column-major: layout tn), " + n(value) +
                " operand(s) are MN-major";
+      case Rule::wgmma_full_width:
+        return "warpgroup tile width " + n(value) + " is narrower than the block tile's " + n(limit) +
+               " although the tile splits along M alone into m64 blocks (narrower wgmmas read more shared memory per MMA)";
     }
     return "?";
   }

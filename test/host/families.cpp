@@ -47,9 +47,9 @@ constexpr Expected kExpected[] = {
     {"sm80_mma_tf32", 4, 4},
     {"sm80_mma_tf32_unaligned", 4, 4},
     {"sm80_simt_f32", 8, 8},            // 4 layouts × 2 aligns
-    {"sm90_wgmma_f16", 32, 24},         // 2 × 4 × 2 tiles × 2 warpgroup tiles: 64x256 does not divide 256x128
+    {"sm90_wgmma_f16", 32, 16},         // 2 × 4 × 2 tiles × 2 warpgroup tiles: 64x256 ∤ 256x128, 128x256 takes 64x256 (wgmma_full_width)
     {"sm90_wgmma_f16_small", 8, 8},     // 2 maths × 2 B layouts × 2 tiles (A row-major only)
-    {"sm90_wgmma_tf32", 16, 3},         // 4 layouts × 2 tiles × 2 warpgroup tiles: 'tn' only, and 64x256 ∤ 256x128
+    {"sm90_wgmma_tf32", 16, 2},         // 4 layouts × 2 tiles × 2 warpgroup tiles: 'tn' only, 64x256 ∤ 256x128, wgmma_full_width
 };
 
 template <class F>

@@ -4,13 +4,16 @@
 // events, buffer sets rotated past the L2, median of the repeats). The probes exist only in this binary.
 //
 //   ktune-sm90-probes [--dtype bf16|f16|tf32] [--gemm MxNxK] [--filter TEXT]... [--cluster 1,2]
-//                     [--raster 8,16] [--repeats N] [--ms MS] [--no-f64] [--small]
+//                     [--raster 8,16] [--repeats N] [--ms MS] [--no-f64] [--paired] [--small]
 //
 // Every instance whose name contains one of the filters (default: every sm90 instance of the precision)
 // runs once per launch variant (cluster size × raster group) on NaN-poisoned D and is compared with
 // cuBLASLt's output (and with a float64-accumulating reference GEMM unless --no-f64), then timed.
 // cuBLASLt is timed again before every instance, and each ratio is against that neighbouring timing
-// (clocks drift by several % over a run). --small: 264x392x200, one checked launch per instance on 2 CTAs,
+// (clocks drift by several % over a run: on the H200 cuBLASLt ran 798 TF/s cold, 620-700 under load).
+// --paired: each launch variant instead alternates with cuBLASLt, round by round (one graph replay of
+// ~MS of each per round, N rounds), and reports the median of the per-round ratios: both see the same
+// clocks and temperature. --small: 264x392x200, one checked launch per instance on 2 CTAs,
 // no timing (for compute-sanitizer: each CTA walks several tiles, partial ones included, the ring wraps).
 #include <algorithm>
 #include <cstdio>
@@ -38,6 +41,7 @@ struct Args {
   int repeats = 5;
   double ms_per_repeat = 10.0;
   bool f64 = true;
+  bool paired = false;
   bool small = false;
 };
 
@@ -67,8 +71,56 @@ bool parse_list(const char* s, int lo, int hi, std::vector<int>& out) {
 
 int usage() {
   std::fprintf(stderr, "usage: ktune-sm90-probes [--dtype bf16|f16|tf32] [--gemm MxNxK] [--filter TEXT]... "
-                       "[--cluster 1,2] [--raster 8,16] [--repeats N] [--ms MS] [--no-f64] [--small]\n");
+                       "[--cluster 1,2] [--raster 8,16] [--repeats N] [--ms MS] [--no-f64] [--paired] [--small]\n");
   return 2;
+}
+
+// Alternate `rounds` replays of a cuBLASLt graph and an instance graph (~ms each); per-launch median times
+// of each and the median of the per-round ratios cuBLASLt / instance.
+struct Paired {
+  double ref_ms = 0.0, ms = 0.0, ratio = 0.0;
+};
+Status time_paired(const LaunchFn& ref, const LaunchFn& fn, cudaStream_t s, double ms_per_replay, int rounds, Paired& out) {
+  double est_ref = 0.0, est = 0.0;
+  KTUNE_RETURN_IF_ERROR(estimate_launch_ms(ref, s, 2, est_ref));
+  KTUNE_RETURN_IF_ERROR(estimate_launch_ms(fn, s, 2, est));
+  auto iters_for = [&](double e) { return static_cast<int>(std::clamp(std::ceil(ms_per_replay / e), 1.0, 1000.0)); };
+  LaunchGraph gr, gk;
+  KTUNE_RETURN_IF_ERROR(gr.capture(ref, iters_for(est_ref), s));
+  KTUNE_RETURN_IF_ERROR(gk.capture(fn, iters_for(est), s));
+  KTUNE_RETURN_IF_ERROR(gr.launch(s));
+  KTUNE_RETURN_IF_ERROR(gk.launch(s));
+  KTUNE_TOOLS_CUDA(cudaStreamSynchronize(s));
+  CudaEvent e0, e1, e2;
+  KTUNE_RETURN_IF_ERROR(e0.create());
+  KTUNE_RETURN_IF_ERROR(e1.create());
+  KTUNE_RETURN_IF_ERROR(e2.create());
+  std::vector<double> tr, tk, ratio;
+  for (int r = 0; r < std::max(1, rounds); ++r) {
+    // Alternate which goes first, so neither always runs on the hotter GPU.
+    const LaunchGraph& first = r % 2 ? gk : gr;
+    const LaunchGraph& second = r % 2 ? gr : gk;
+    KTUNE_TOOLS_CUDA(cudaEventRecord(e0.get(), s));
+    KTUNE_RETURN_IF_ERROR(first.launch(s));
+    KTUNE_TOOLS_CUDA(cudaEventRecord(e1.get(), s));
+    KTUNE_RETURN_IF_ERROR(second.launch(s));
+    KTUNE_TOOLS_CUDA(cudaEventRecord(e2.get(), s));
+    KTUNE_TOOLS_CUDA(cudaEventSynchronize(e2.get()));
+    float t1 = 0.0f, t2 = 0.0f;
+    KTUNE_TOOLS_CUDA(cudaEventElapsedTime(&t1, e0.get(), e1.get()));
+    KTUNE_TOOLS_CUDA(cudaEventElapsedTime(&t2, e1.get(), e2.get()));
+    const double a = double(r % 2 ? t2 : t1) / gr.iters(), b = double(r % 2 ? t1 : t2) / gk.iters();
+    tr.push_back(a);
+    tk.push_back(b);
+    ratio.push_back(a / b);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  out = Paired{median(tr), median(tk), median(ratio)};
+  return {};
 }
 
 struct Best {
@@ -132,10 +184,10 @@ Status run(const Args& a, int& failures) {
     if (!can.ok()) continue;
     // cuBLASLt again right before this instance: its ratios compare neighbouring timings.
     Timing tn;
-    if (!a.small && cublas_ms.size() > 1) KTUNE_RETURN_IF_ERROR(time_cublas(tn));
+    if (!a.small && !a.paired && cublas_ms.size() > 1) KTUNE_RETURN_IF_ERROR(time_cublas(tn));
     const double ref_ms = a.small ? 0.0 : (cublas_ms.size() > 1 ? tn.median_ms : tc.median_ms);
     cublas_ms.push_back(ref_ms);
-    if (!a.small && cublas_ms.size() > 2)
+    if (!a.small && !a.paired && cublas_ms.size() > 2)
       std::printf("  %-70s %8.4f %8.1f\n", "cuBLASLt (again)", ref_ms, tflops(spec.flops(), ref_ms));
     for (const int cl : a.clusters) {
       for (const int rg : a.rasters) {
@@ -159,12 +211,29 @@ Status run(const Args& a, int& failures) {
         const bool pass = launched.ok() && synced == cudaSuccess && err.passes(spec.tol());
         failures += pass ? 0 : 1;
         Timing t;
-        if (pass && !a.small)
-          KTUNE_RETURN_IF_ERROR(time_launches(
-              [&](int i, cudaStream_t st) { return e.launch(d, data.ops(i), lo, st); }, s, topt, t));
-        const double ratio = ref_ms / t.median_ms;
-        std::printf("%c %-70s %8.4f %8.1f %10.2e %10.2e %7.3f%s%s\n", pass ? ' ' : '!', label.c_str(), t.median_ms,
-                    tflops(spec.flops(), t.median_ms), err.rel, err64.rel, ratio, pass ? "" : "  FAIL ",
+        double ratio = 0.0;
+        std::string extra;
+        const LaunchFn instance_fn = [&](int i, cudaStream_t st) { return e.launch(d, data.ops(i), lo, st); };
+        if (pass && !a.small && a.paired) {
+          Paired pr;
+          KTUNE_RETURN_IF_ERROR(time_paired(
+              [&](int i, cudaStream_t st) {
+                const GemmOperands o = data.ops(i);
+                return cublas.run(*plan, o.a, o.b, o.d, st);
+              },
+              instance_fn, s, a.ms_per_repeat, a.repeats, pr));
+          t.median_ms = pr.ms;
+          ratio = pr.ratio;
+          cublas_ms.push_back(pr.ref_ms);
+          char buf[64];
+          std::snprintf(buf, sizeof buf, "  (cuBLASLt %.1f TF/s in the same rounds)", tflops(spec.flops(), pr.ref_ms));
+          extra = buf;
+        } else if (pass && !a.small) {
+          KTUNE_RETURN_IF_ERROR(time_launches(instance_fn, s, topt, t));
+          ratio = ref_ms / t.median_ms;
+        }
+        std::printf("%c %-70s %8.4f %8.1f %10.2e %10.2e %7.3f%s%s%s\n", pass ? ' ' : '!', label.c_str(), t.median_ms,
+                    tflops(spec.flops(), t.median_ms), err.rel, err64.rel, ratio, extra.c_str(), pass ? "" : "  FAIL ",
                     launched.ok() ? "" : launched.message().c_str());
         if (synced != cudaSuccess) return cuda_status(synced, "instance run");
         if (pass && !a.small && ratio > best.ratio) best = Best{label, t.median_ms, ratio};
@@ -216,6 +285,8 @@ int main(int argc, char** argv) {
       if (!v || (a.ms_per_repeat = std::atof(v)) <= 0.0) return usage();
     } else if (arg == "--no-f64") {
       a.f64 = false;
+    } else if (arg == "--paired") {
+      a.paired = true;
     } else if (arg == "--small") {
       a.small = true;
       a.m = 264;

@@ -3,7 +3,8 @@
 // from the instance type (schedule_of / uses_tf32_tensor_map), registered under their own names.
 //   _pp_      ping-pong consumers: two consumer warpgroups take turns on whole tiles
 //   _tmast_   identity epilogue through TMA stores of 16-row x 128-byte boxes
-//   _tf32map_ tf32 operands through a TFLOAT32 tensor map instead of FLOAT32
+//   _f32map_  tf32 operands through a FLOAT32 tensor map (truncated by the tensor core) instead of the
+//             default TFLOAT32 one (rounded by the TMA)
 #pragma once
 #include <string_view>
 
@@ -11,7 +12,7 @@
 
 namespace ktune::probes {
 
-template <GemmConfig Cfg, bool PingPong, bool TmaStore = false, bool Tf32Map = false>
+template <GemmConfig Cfg, bool PingPong, bool TmaStore = false, bool Tf32Map = true>
 struct Variant {
   static constexpr GemmConfig value = Cfg;
   static constexpr bool pingpong = PingPong;

@@ -40,7 +40,8 @@ inline Status tensor_map_encoder(PFN_cuTensorMapEncodeTiled_v12000& out) {
 // `outer` rows `ld` elements apart; boxes of box_inner × box_outer elements land in shared memory with
 // the 128-byte swizzle (box_inner · element size must be 128). Out-of-bounds box elements read as zero.
 // f32 is copied bit for bit (FLOAT32): wgmma .tf32 then reads each element's upper 19 bits; with
-// `tf32_map` the map says TFLOAT32 instead (the TMA's own conversion of fp32 to tf32).
+// `tf32_map` the map says TFLOAT32 instead: the TMA rounds each element to tf32 (the GEMM kernel's
+// default for tf32, see uses_tf32_tensor_map).
 inline Status make_tensor_map(CUtensorMap& map, DType t, const void* base, std::uint64_t inner, std::uint64_t outer,
                               std::uint64_t ld, std::uint32_t box_inner, std::uint32_t box_outer, bool tf32_map = false) {
   PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
