@@ -9,6 +9,7 @@
 // --sweep times every split count in {1..8, 10, 12, 16, ..., 256} × both modes (not just
 // split_k_variants'); --filter keeps instances whose name contains one of the '|'-separated parts;
 // --tuned also times ktune::gemm() as a user calls it (the tuner's pick, tuned before timing);
+// --raster G runs every tactic with raster group G (tiles visited in groups of G tile rows; 1: row by row);
 // --store-ab times the top tactics again on M - 8 rows with ldd = N + 8 and N + 4 (the sm90 identity
 // store's 16-byte row-segment form against its staged form, same D buffers);
 // --benchmark_* arguments (scripts/gpu-check.sh) mean --quick (2 shapes, small-tile instances).
@@ -43,6 +44,7 @@ struct Tactic {
   std::string name() const {
     std::string n(e->name);
     if (lo.split_k > 1) n += "@split" + std::to_string(lo.split_k) + (lo.split_mode == SplitKMode::serial ? "s" : "p");
+    if (lo.raster_group != GemmLaunchOptions{}.raster_group) n += "@rg" + std::to_string(lo.raster_group);
     return n;
   }
 };
@@ -63,7 +65,7 @@ int fail(const Status& s, const char* what) {
 
 int main(int argc, char** argv) {
   bool quick = false, sweep = false, tuned = false, store_ab = false;
-  int top = 5;
+  int top = 5, raster = 0;
   std::string only, filter;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -74,8 +76,9 @@ int main(int argc, char** argv) {
     else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
     else if (a == "--tuned") tuned = true;
     else if (a == "--store-ab") store_ab = true;
+    else if (a == "--raster" && i + 1 < argc) raster = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--quick] [--sweep] [--top N] [--shape MxNxK] [--filter A|B|...] [--tuned] [--store-ab]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--sweep] [--top N] [--shape MxNxK] [--filter A|B|...] [--tuned] [--store-ab] [--raster G]\n", argv[0]);
       return 2;
     }
   }
@@ -183,7 +186,11 @@ int main(int argc, char** argv) {
             los.push_back(lo);
           }
       }
-      for (const auto& lo : los) tactics.push_back({e, lo, is_proposed(lo)});
+      for (auto lo : los) {
+        const bool prop = is_proposed(lo);
+        if (raster > 0) lo.raster_group = raster;
+        tactics.push_back({e, lo, prop});
+      }
     }
     std::size_t ws_need = 0;
     for (const Tactic& t : tactics) ws_need = std::max(ws_need, workspace_bytes_for(*t.e, d, t.lo));

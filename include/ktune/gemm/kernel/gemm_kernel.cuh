@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -401,6 +402,11 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   const std::int64_t quads = d.m * ceil_div(d.n, std::int64_t{4}), per_block = splitk_reduce_threads / lanes;
   // On sm_90+ a programmatic dependent launch: the reduction's launch overlaps the GEMM's last blocks
   // (it waits for the GEMM's completion on the device), instead of starting after it.
+  // KTUNE_SPLITK_PDL=0 (read once) launches it plainly: an A/B switch for measurements.
+  static const bool pdl_off = [] {
+    const char* v = std::getenv("KTUNE_SPLITK_PDL");
+    return v != nullptr && v[0] == '0';
+  }();
   int dev = 0, major = 0;
   KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&dev), "cudaGetDevice"));
   KTUNE_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), "cudaDeviceGetAttribute"));
@@ -412,7 +418,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   pdl.val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = &pdl;
-  cfg.numAttrs = major >= 9 ? 1 : 0;
+  cfg.numAttrs = major >= 9 && !pdl_off ? 1 : 0;
   return cuda_status(cudaLaunchKernelEx(&cfg, splitk_reduce_kernel<Epi>, q, lanes), "split-K reduction kernel launch");
 }
 
