@@ -118,6 +118,7 @@ conv2d,"conv f16 32x56x56x256,64x1x1 bias_relu",f16,nhwc,100352,64,256,bias_relu
 conv2d,"conv f16 32x56x56x256,64x1x1 bias_relu",f16,nhwc,100352,64,256,bias_relu,ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w32x32_s4_a8,sm80_conv_f16,0,0.01,330,0.9,0.01,FAIL,cuDNN fused,0.02,165,2,0.05,5,500,9,"relative error 9.000e-01 > tolerance 1e-02"
 conv2d,"conv f16 32x56x56x256,64x1x1 bias_relu",f16,nhwc,100352,64,256,bias_relu,conv_gemm1x1+ktune_gemm_sm90_wgmma_f16_tn_128x64x64_w64x64_s6_a8@rg16,tuned,0,0.021,157,0.0002,0.01,PASS,cuDNN fused,0.02,165,0.952,0.05,2.38,500,9,
 conv2d,"conv f16 32x224x224x4,64x7x7,stride=2 bias_relu",f16,nhwc,401408,64,196,bias_relu,cuDNN fused,cudnn,0,0.06,168,0.0003,0.01,PASS,cuDNN fused,0.06,168,1,0.2,3.3,100,9,
+conv2d,"conv f16 32x14x14x1024,256x1x1 identity",f16,nhwc,6272,256,1024,identity,cuDNN unfused,cudnn,0,0.008,412,0.0002,0.01,PASS,cuDNN unfused,0.008,412,1,0.008,1,500,9,
 """
 
 
@@ -201,7 +202,9 @@ class Parsing(unittest.TestCase):
         (g,) = gemm.problems
         self.assertEqual((g.ref_tflops, g.pick_tflops, g.best().tflops), (400.0, 200.0, 200.0))
         self.assertEqual((conv.op, conv.stem, conv.commit), ("conv", "ktune-profile-9abcdef-conv", "9abcdef"))
-        a, b = conv.problems
+        a, b, c = conv.problems
+        self.assertEqual((c.label, c.ref_name, c.ref_tflops, c.ref2_tflops),   # no fused call: unfused is the reference
+                         ("f16 N32 14² 1024→256 1×1", "cuDNN unfused", 412.0, None))
         self.assertEqual(a.label, "f16 N32 56² 256→64 1×1 +bias_relu")
         self.assertEqual(b.label, "f16 N32 224² 4→64 7×7 stride=2 +bias_relu")
         self.assertEqual((a.ref_name, a.ref_tflops, a.ref2_name, a.ref2_tflops), ("cuDNN fused", 165.0, "cuDNN unfused", 66.0))
