@@ -25,7 +25,10 @@ inline constexpr int stem_max_filter = 8;  // R, S ≤ 8: one 32-value K chunk p
 inline constexpr int stem_max_k = 64;      // output channels: one warp tile covers all of them
 inline constexpr int stem_pixel_bytes = 8;  // 4 channels of 16 bits
 inline constexpr int stem_filter_row_bytes = stem_tile_n * stem_tile_k * 2;  // one filter row r: 64 x 32 values
-inline constexpr int stem_staging_bytes_per_warp = stem_warp_m * stem_tile_n * 2;  // 64 pixels x 64 channels f16
+// Epilogue staging per warp: one m16 fragment row band (16 pixels x 64 channels fp32), rows padded to 72
+// floats (conflict-free float2 writes and float4 reads).
+inline constexpr int stem_staging_stride = stem_tile_n + 8;
+inline constexpr int stem_staging_bytes_per_warp = 16 * stem_staging_stride * 4;
 
 // Shared-memory geometry of one problem (bytes unless said otherwise).
 struct StemLayout {

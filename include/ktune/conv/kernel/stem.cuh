@@ -12,9 +12,10 @@
 //      (ldmatrix; the 8 rows of a matrix are 128 contiguous bytes: no bank conflicts); B (the filter,
 //      64 × 32 values per r, swizzled) stays in shared memory for the kernel's lifetime. Taps ≥ S are
 //      masked to zero in the A fragments (so a non-finite pixel beyond the filter is never multiplied);
-//   3. the epilogue: alpha, bias, activation and clamp in registers, packed to f16/bf16 into a per-warp
-//      staging tile, then 16-byte fully coalesced stores (a pixel's 64 channels are 128 contiguous bytes
-//      of y); other epilogues (beta, residual, f32 output, K < 64) go through the GEMM's epilogue_store.
+//   3. the epilogue, one m16 fragment at a time through a per-warp fp32 staging band: each lane owns a
+//      fixed quad of 4 channels; alpha, bias (4 registers per tile), activation and clamp, packed
+//      to f16/bf16, 8-byte stores (two whole 128-byte pixel rows of y per warp instruction); other
+//      epilogues (beta, residual, f32 output, K < 64, unaligned y) through the GEMM's epilogue_store.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -73,44 +74,51 @@ struct StemKernel {
 
   // ---- Loads ---------------------------------------------------------------------------------------
   // The zero-padded filter: row r at r·FilterTile::bytes, [k][s·4 + c]; 16-byte chunks of 8 values
-  // (taps 2·kc/8 and 2·kc/8 + 1). C = 4: a tap is one 8-byte load (w is 8-byte aligned: can_implement);
-  // else scalar loads. All loads of a batch of chunks are issued before their stores.
+  // (taps 2·kc/8 and 2·kc/8 + 1). C = 4: a tap is one asynchronous 8-byte copy (w is 8-byte aligned:
+  // can_implement), zero-filled past K and S, committed with the first tile's rows; else scalar loads,
+  // a batch of chunks in flight before their stores.
   __device__ __forceinline__ static void load_filters(char* sf, const T* w, const StemGeometry& g) {
     const int chunks = g.r * stem_tile_n * (stem_tile_k / 8);
-    constexpr int batch = 4;
-    for (int i0 = threadIdx.x; i0 < chunks; i0 += batch * threads) {
-      uint4 v[batch];
+    if constexpr (C == 4) {
+      for (int i = threadIdx.x; i < chunks; i += threads) {
+        const int r = i / (stem_tile_n * 4), rem = i - r * (stem_tile_n * 4), k = rem >> 2, kc = (rem & 3) * 8;
+        char* dst = sf + r * FilterTile::bytes + FilterTile::offset(k, kc);
 #pragma unroll
-      for (int b = 0; b < batch; ++b) {
-        const int i = i0 + b * threads;
-        const int r = i / (stem_tile_n * 4), rem = i - r * (stem_tile_n * 4), k = rem >> 2, s0 = (rem & 3) * 2;
-        std::uint32_t e[4] = {0, 0, 0, 0};
-        if (i < chunks && k < g.k) {
+        for (int h = 0; h < 2; ++h) {
+          const int s = kc / 4 + h;
+          const bool in = k < g.k && s < g.s;
+          __pipeline_memcpy_async(dst + h * 8, in ? w + ((k * g.r + r) * g.s + s) * 4 : w, 8, in ? 0 : 8);
+        }
+      }
+    } else {
+      constexpr int batch = 4;
+      for (int i0 = threadIdx.x; i0 < chunks; i0 += batch * threads) {
+        uint4 v[batch];
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int s = s0 + h;
-            if (s >= g.s) continue;
-            const T* tap = w + ((k * g.r + r) * g.s + s) * C;
-            if constexpr (C == 4) {
-              const uint2 x = __ldg(reinterpret_cast<const uint2*>(tap));
-              e[2 * h] = x.x;
-              e[2 * h + 1] = x.y;
-            } else {
-              const auto* t16 = reinterpret_cast<const unsigned short*>(tap);
+        for (int b = 0; b < batch; ++b) {
+          const int i = i0 + b * threads;
+          const int r = i / (stem_tile_n * 4), rem = i - r * (stem_tile_n * 4), k = rem >> 2, s0 = (rem & 3) * 2;
+          std::uint32_t e[4] = {0, 0, 0, 0};
+          if (i < chunks && k < g.k) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int s = s0 + h;
+              if (s >= g.s) continue;
+              const auto* t16 = reinterpret_cast<const unsigned short*>(w + ((k * g.r + r) * g.s + s) * C);
               e[2 * h] = __ldg(t16);
               if constexpr (C > 1) e[2 * h] |= std::uint32_t(__ldg(t16 + 1)) << 16;
               if constexpr (C > 2) e[2 * h + 1] = __ldg(t16 + 2);
             }
           }
+          v[b] = make_uint4(e[0], e[1], e[2], e[3]);
         }
-        v[b] = make_uint4(e[0], e[1], e[2], e[3]);
-      }
 #pragma unroll
-      for (int b = 0; b < batch; ++b) {
-        const int i = i0 + b * threads;
-        if (i >= chunks) break;
-        const int r = i / (stem_tile_n * 4), rem = i - r * (stem_tile_n * 4), k = rem >> 2, kc = (rem & 3) * 8;
-        *reinterpret_cast<uint4*>(sf + r * FilterTile::bytes + FilterTile::offset(k, kc)) = v[b];
+        for (int b = 0; b < batch; ++b) {
+          const int i = i0 + b * threads;
+          if (i >= chunks) break;
+          const int r = i / (stem_tile_n * 4), rem = i - r * (stem_tile_n * 4), k = rem >> 2, kc = (rem & 3) * 8;
+          *reinterpret_cast<uint4*>(sf + r * FilterTile::bytes + FilterTile::offset(k, kc)) = v[b];
+        }
       }
     }
   }
@@ -135,15 +143,16 @@ struct StemKernel {
     const TileCoord tc = tile_coord(g, t);
     const int h_first = tc.p_first * g.stride_h - g.pad_h;
     const T* image = x + std::int64_t(tc.n) * g.h * g.w * C;
-    for (int i = 0; i < tc.rows; ++i) {
-      const int h = h_first + i;
-      const bool h_in = unsigned(h) < unsigned(g.h);
-      const T* src_row = image + (h_in ? h : 0) * g.w * C;
-      char* dst_row = rows + i * g.pitch;
-      for (int j = threadIdx.x; j < g.row_pixels; j += threads) {
-        const int wi = j - g.pad_w;
-        const bool in = h_in && unsigned(wi) < unsigned(g.w);
-        __pipeline_memcpy_async(dst_row + j * stem_pixel_bytes, in ? src_row + wi * 4 : x, 8, in ? 0 : 8);
+    // Each thread keeps its pixel columns (≤ 2 for 224-wide images) and walks the rows: per copy an
+    // add and a compare.
+    for (int j = threadIdx.x; j < g.row_pixels; j += threads) {
+      const int wi = j - g.pad_w;
+      const bool w_in = unsigned(wi) < unsigned(g.w);
+      const T* src = image + (w_in ? wi : 0) * 4 + std::int64_t(h_first) * g.w * 4;
+      char* dst = rows + j * stem_pixel_bytes;
+      for (int i = 0; i < tc.rows; ++i) {
+        const bool in = w_in && unsigned(h_first + i) < unsigned(g.h);
+        __pipeline_memcpy_async(dst + i * g.pitch, in ? src + i * g.w * 4 : x, 8, in ? 0 : 8);
       }
     }
   }
@@ -190,18 +199,21 @@ struct StemKernel {
     const RawRange r = raw_range(x, g, tc);
     const int h_first = tc.p_first * g.stride_h - g.pad_h;
     const char* base = raw + 16 - static_cast<int>(r.aligned - r.b0);  // image row h_lo, pixel 0
-    const int items = tc.rows * g.row_pixels;
-    for (int i = threadIdx.x; i < items; i += threads) {
-      const int row = i / g.row_pixels, j = i - row * g.row_pixels;
-      const int h = h_first + row, wi = j - g.pad_w;
-      std::uint32_t lo = 0, hi = 0;
-      if (unsigned(h) < unsigned(g.h) && unsigned(wi) < unsigned(g.w)) {
-        const auto* s = reinterpret_cast<const unsigned short*>(base + ((h - r.h_lo) * g.w + wi) * (C * 2));
-        lo = s[0];
-        if constexpr (C > 1) lo |= std::uint32_t(s[1]) << 16;
-        if constexpr (C > 2) hi = s[2];
+    for (int j = threadIdx.x; j < g.row_pixels; j += threads) {
+      const int wi = j - g.pad_w;
+      const bool w_in = unsigned(wi) < unsigned(g.w);
+      const char* src = base + (w_in ? wi : 0) * (C * 2) + (h_first - r.h_lo) * g.w * (C * 2);
+      char* dst = rows + j * stem_pixel_bytes;
+      for (int i = 0; i < tc.rows; ++i) {
+        std::uint32_t lo = 0, hi = 0;
+        if (w_in && unsigned(h_first + i) < unsigned(g.h)) {
+          const auto* s = reinterpret_cast<const unsigned short*>(src + i * g.w * (C * 2));
+          lo = s[0];
+          if constexpr (C > 1) lo |= std::uint32_t(s[1]) << 16;
+          if constexpr (C > 2) hi = s[2];
+        }
+        *reinterpret_cast<uint2*>(dst + i * g.pitch) = make_uint2(lo, hi);
       }
-      *reinterpret_cast<uint2*>(rows + row * g.pitch + j * stem_pixel_bytes) = make_uint2(lo, hi);
     }
   }
 
@@ -272,88 +284,115 @@ struct StemKernel {
   }
 
   // ---- Epilogue ------------------------------------------------------------------------------------
-  // Fast path: v = act(alpha·acc + bias) (clamped), packed to TOut in the warp's staging tile (64 rows
-  // of 128 bytes, 16-byte chunks XOR-swizzled by row), then stored 16 bytes per lane, 512 contiguous
-  // bytes per warp instruction.
-  template <class TOut>
-  __device__ __forceinline__ static void store_fast(const StemParams<epilogue::Builtin::Params>& p, Acc& acc,
-                                                    char* stage, std::int64_t pixel0, int valid, int lane) {
-    const auto& ep = p.g.ep;
+  // One m16 fragment (16 pixels × 64 channels) at a time goes through the warp's fp32 staging band;
+  // then lane L owns channel quad L % 16 (4 columns, fixed for the kernel) of rows L / 16, +2, … +14.
+  // The epilogue code exists once (not once per fragment or output type): the whole kernel must stay
+  // small enough for the instruction cache, the mma loop included.
+  template <int I>
+  __device__ __forceinline__ static void stage_fragment_at(Acc& acc, float* st, int lane) {
     const int gr = lane >> 2, t = lane & 3;
-    // This lane's bias columns 8j + 2t, 8j + 2t + 1 (K = 64 on this path): L1-resident after the first tile.
-    float bias[NI][2];
-    const auto* b = static_cast<const TOut*>(ep.bias);
 #pragma unroll
     for (int j = 0; j < NI; ++j)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) bias[j][e] = b != nullptr ? epilogue::to_float(b[j * 8 + 2 * t + e]) : 0.0f;
-    __syncwarp();
+      for (int h = 0; h < 2; ++h)
+        *reinterpret_cast<float2*>(st + (gr + 8 * h) * stem_staging_stride + j * 8 + 2 * t) =
+            make_float2(acc[I][j][2 * h], acc[I][j][2 * h + 1]);
+  }
+  __device__ __forceinline__ static void stage_fragment(Acc& acc, int i, float* st, int lane) {
+    static_assert(MI == 4, "64-row warp tiles: four m16 fragments");
+    switch (i) {
+      case 0: stage_fragment_at<0>(acc, st, lane); break;
+      case 1: stage_fragment_at<1>(acc, st, lane); break;
+      case 2: stage_fragment_at<2>(acc, st, lane); break;
+      default: stage_fragment_at<3>(acc, st, lane); break;
+    }
+  }
+
+  static constexpr int rows_per_lane = 16 / 2;  // 32 lanes = 2 rows × 16 quads per pass
+
+  // Fast path: v = act(alpha·acc + bias), clamped, packed to f16/bf16, 8-byte stores (a warp writes
+  // two whole 128-byte pixel rows of y per instruction).
+  __device__ __forceinline__ static void store_band_fast(const StemParams<epilogue::Builtin::Params>& p, const float* st,
+                                                         const float (&bias)[4], std::int64_t pixel0, int rows_valid,
+                                                         int lane) {
+    const auto& ep = p.g.ep;
+    const int quad = lane & 15;
+    const bool bf16 = p.g.d_type == DType::bf16;
+    auto* y = static_cast<uint2*>(p.g.d) + pixel0 * (stem_tile_n / 4) + quad;  // 4 channels = 8 bytes
+    constexpr int rows = rows_per_lane / 2;  // per pass: two passes keep the registers low
+#pragma unroll 1
+    for (int pass = 0; pass < 2; ++pass) {
+      const int row0 = (lane >> 4) + pass * 2 * rows;
+      float v[rows * 4];
 #pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float v[2 * NI];
-#pragma unroll
-        for (int j = 0; j < NI; ++j) {
-          v[2 * j] = ep.alpha * acc[i][j][2 * h] + bias[j][0];
-          v[2 * j + 1] = ep.alpha * acc[i][j][2 * h + 1] + bias[j][1];
-        }
-        epilogue::activate(ep.activation, v);
-        if (ep.clamp) {
-#pragma unroll
-          for (int e = 0; e < 2 * NI; ++e) v[e] = fminf(fmaxf(v[e], ep.clamp_lo), ep.clamp_hi);
-        }
-        const int row = i * 16 + h * 8 + gr;
-#pragma unroll
-        for (int j = 0; j < NI; ++j) {
-          std::uint32_t packed;
-          if constexpr (std::is_same_v<TOut, __half>) {
-            const __half2 x = __floats2half2_rn(v[2 * j], v[2 * j + 1]);
-            packed = *reinterpret_cast<const std::uint32_t*>(&x);
-          } else {
-            const __nv_bfloat162 x = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
-            packed = *reinterpret_cast<const std::uint32_t*>(&x);
-          }
-          *reinterpret_cast<std::uint32_t*>(stage + row * 128 + ((j ^ (row & 7)) << 4) + t * 4) = packed;
-        }
+      for (int k = 0; k < rows; ++k) {
+        const float4 x = *reinterpret_cast<const float4*>(st + (row0 + 2 * k) * stem_staging_stride + quad * 4);
+        v[4 * k + 0] = ep.alpha * x.x + bias[0];
+        v[4 * k + 1] = ep.alpha * x.y + bias[1];
+        v[4 * k + 2] = ep.alpha * x.z + bias[2];
+        v[4 * k + 3] = ep.alpha * x.w + bias[3];
       }
-    __syncwarp();
-    auto* y = static_cast<uint4*>(p.g.d) + pixel0 * 8;  // 8 chunks of 16 bytes per pixel
+      epilogue::activate(ep.activation, v);
+      if (ep.clamp) {
 #pragma unroll
-    for (int it = 0; it < stem_warp_m / 4; ++it) {
-      const int row = it * 4 + (lane >> 3), chunk = lane & 7;
-      if (row < valid) {
-        const uint4 v = *reinterpret_cast<const uint4*>(stage + row * 128 + ((chunk ^ (row & 7)) << 4));
-        y[row * 8 + chunk] = v;
+        for (int e = 0; e < rows * 4; ++e) v[e] = fminf(fmaxf(v[e], ep.clamp_lo), ep.clamp_hi);
+      }
+#pragma unroll
+      for (int k = 0; k < rows; ++k) {
+        const int row = row0 + 2 * k;
+        if (row >= rows_valid) break;
+        uint2 packed;
+        if (bf16) {
+          const __nv_bfloat162 a = __floats2bfloat162_rn(v[4 * k], v[4 * k + 1]), b = __floats2bfloat162_rn(v[4 * k + 2], v[4 * k + 3]);
+          packed = make_uint2(*reinterpret_cast<const std::uint32_t*>(&a), *reinterpret_cast<const std::uint32_t*>(&b));
+        } else {
+          const __half2 a = __floats2half2_rn(v[4 * k], v[4 * k + 1]), b = __floats2half2_rn(v[4 * k + 2], v[4 * k + 3]);
+          packed = make_uint2(*reinterpret_cast<const std::uint32_t*>(&a), *reinterpret_cast<const std::uint32_t*>(&b));
+        }
+        y[row * (stem_tile_n / 4)] = packed;
       }
     }
   }
 
-  // Every other epilogue (beta, residual, f32 or K < 64 or unaligned y): the GEMM's epilogue_store on
-  // 4 columns at a time, one m16 fragment (16 rows, staged as fp32) after the other.
-  __device__ __forceinline__ static void store_general(const StemParams<epilogue::Builtin::Params>& p, Acc& acc,
-                                                       char* stage, std::int64_t pixel0, int valid, int lane) {
-    constexpr int stride = stem_tile_n + 4;  // floats per staged row
-    float* st = reinterpret_cast<float*>(stage);
-    const int gr = lane >> 2, t = lane & 3;
-#pragma unroll
-    for (int i = 0; i < MI; ++i) {
-      __syncwarp();
-#pragma unroll
-      for (int j = 0; j < NI; ++j)
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-          *reinterpret_cast<float2*>(st + (gr + 8 * h) * stride + j * 8 + 2 * t) =
-              make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
-      __syncwarp();
+  // Every other epilogue (beta, residual, f32, K < 64 or y not 16-byte aligned): the GEMM's
+  // epilogue_store on the lane's 4 columns.
+  __device__ __forceinline__ static void store_band_general(const StemParams<epilogue::Builtin::Params>& p,
+                                                            const float* st, std::int64_t pixel0, int rows_valid,
+                                                            int lane) {
+    const int col = (lane & 15) * 4, row0 = lane >> 4;
+    if (col >= p.g.n) return;
 #pragma unroll 1
-      for (int v = lane; v < 16 * (stem_tile_n / 4); v += 32) {
-        const int r = v / (stem_tile_n / 4), c = (v % (stem_tile_n / 4)) * 4;
-        if (i * 16 + r >= valid || c >= p.g.n) continue;
-        float x[4];
-        *reinterpret_cast<float4*>(x) = *reinterpret_cast<const float4*>(st + r * stride + c);
-        epilogue_store<epilogue::Builtin>(p.g, static_cast<int>(pixel0 + i * 16 + r), c, min(4, p.g.n - c), x);
+    for (int k = 0; k < rows_per_lane; ++k) {
+      const int row = row0 + 2 * k;
+      if (row >= rows_valid) break;
+      float x[4];
+      *reinterpret_cast<float4*>(x) = *reinterpret_cast<const float4*>(st + row * stem_staging_stride + col);
+      epilogue_store<epilogue::Builtin>(p.g, static_cast<int>(pixel0 + row), col, min(4, p.g.n - col), x);
+    }
+  }
+
+  __device__ __forceinline__ static void store_tile(const StemParams<epilogue::Builtin::Params>& p, Acc& acc, char* stage,
+                                                    std::int64_t pixel0, int valid, int lane) {
+    float* st = reinterpret_cast<float*>(stage);
+    // The fast path's bias for this lane's channel quad (K = 64 there): per tile (L1-resident), not
+    // per kernel: four registers more across the mma loop would spill.
+    float bias[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (p.geo.fast_store && p.g.ep.bias != nullptr) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = (lane & 15) * 4 + e;
+        bias[e] = p.g.d_type == DType::bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(p.g.ep.bias)[col])
+                                            : __half2float(static_cast<const __half*>(p.g.ep.bias)[col]);
       }
+    }
+#pragma unroll 1
+    for (int i = 0; i < MI; ++i) {
+      if (i * 16 >= valid) break;
+      __syncwarp();
+      stage_fragment(acc, i, st, lane);
+      __syncwarp();
+      if (p.geo.fast_store) store_band_fast(p, st, bias, pixel0 + i * 16, valid - i * 16, lane);
+      else store_band_general(p, st, pixel0 + i * 16, valid - i * 16, lane);
     }
   }
 
@@ -376,21 +415,13 @@ struct StemKernel {
       __syncthreads();  // every warp is done with the row buffer: it may be refilled
       const int m_warp = tc.m0 + warp * stem_warp_m;
       const int valid = min(stem_warp_m, g.pq - m_warp);
-      if (valid > 0) {
-        const std::int64_t pixel0 = std::int64_t(tc.n) * g.pq + m_warp;
-        if (g.fast_store) {
-          if (p.g.d_type == DType::bf16) store_fast<__nv_bfloat16>(p, acc, stage, pixel0, valid, lane);
-          else store_fast<__half>(p, acc, stage, pixel0, valid, lane);
-        } else {
-          store_general(p, acc, stage, pixel0, valid, lane);
-        }
-      }
+      if (valid > 0) store_tile(p, acc, stage, std::int64_t(tc.n) * g.pq + m_warp, valid, lane);
     };
     if constexpr (C == 4) {
       // Two row buffers: tile t + grid's rows are copied while tile t computes.
       if (t < g.tiles) load_rows(rows0, x, g, t);
-      copy_commit();
       load_filters(sf, static_cast<const T*>(p.w), g);
+      copy_commit();  // the filters arrive with the first tile's rows
 #pragma unroll 1
       for (int it = 0; t < g.tiles; t += gridDim.x, ++it) {
         const int next = t + gridDim.x;
