@@ -28,6 +28,7 @@ enum class Rule {
   tma_alignment,           // TMA needs 16-byte aligned rows and base addresses: 16-byte vectors
   wgmma_k_major,           // wgmma on 32-bit (tf32) operands reads K-major shared memory only: A row-, B column-major
   wgmma_full_width,        // a consumer warpgroup tile spans the block tile's width when the tile splits along M alone
+  pingpong_whole_tile,     // ping-pong consumers (wgmma only) each compute a whole block tile: warp tile = block tile
 };
 
 constexpr std::string_view rule_name(Rule r) {
@@ -52,6 +53,7 @@ constexpr std::string_view rule_name(Rule r) {
     case Rule::tma_alignment: return "tma_alignment";
     case Rule::wgmma_k_major: return "wgmma_k_major";
     case Rule::wgmma_full_width: return "wgmma_full_width";
+    case Rule::pingpong_whole_tile: return "pingpong_whole_tile";
   }
   return "?";
 }
@@ -98,6 +100,9 @@ struct Verdict {
       case Rule::wgmma_full_width:
         return "warpgroup tile width " + n(value) + " is narrower than the block tile's " + n(limit) +
                " although the tile splits along M alone into m64 blocks (narrower wgmmas read more shared memory per MMA)";
+      case Rule::pingpong_whole_tile:
+        return "ping-pong consumers each compute a whole tile (wgmma instances only): the tile holds " + n(value) +
+               " warpgroup tiles, not " + n(limit);
     }
     return "?";
   }

@@ -3,6 +3,7 @@
 //
 // A family is a struct with these static members (see gemm/families.hpp):
 //   name, arch (ArchTraits), maths[], a_layouts[], b_layouts[], tiles[], warps[], stages[], aligns[]
+// and optionally schedules[] (sm90 consumer schedules, WgSchedule; without it: cooperative only).
 #pragma once
 #include <array>
 #include <cstddef>
@@ -15,8 +16,16 @@ namespace ktune {
 template <class T, std::size_t N>
 constexpr std::size_t extent_of(const T (&)[N]) { return N; }
 
+// The family's consumer schedules: F::schedules, or cooperative only.
+inline constexpr WgSchedule cooperative_only[] = {WgSchedule::cooperative};
 template <class F>
-inline constexpr std::size_t family_size = extent_of(F::maths) * extent_of(F::a_layouts) * extent_of(F::b_layouts) *
+constexpr const auto& schedules_of() {
+  if constexpr (requires { F::schedules; }) return F::schedules;
+  else return cooperative_only;
+}
+
+template <class F>
+inline constexpr std::size_t family_size = extent_of(schedules_of<F>()) * extent_of(F::maths) * extent_of(F::a_layouts) * extent_of(F::b_layouts) *
                                            extent_of(F::tiles) * extent_of(F::warps) * extent_of(F::stages) *
                                            extent_of(F::aligns);
 
@@ -36,10 +45,11 @@ constexpr std::array<CandidateConfig, family_size<F>> enumerate_family() {
         for (TileShape t : F::tiles)
           for (WarpShape w : F::warps)
             for (int s : F::stages)
-              for (int a : F::aligns) {
-                GemmConfig c{F::arch.cc, m, la, lb, t, w, s, a};
-                out[i++] = {c, validate(c, F::arch)};
-              }
+              for (int a : F::aligns)
+                for (WgSchedule sch : schedules_of<F>()) {
+                  GemmConfig c{F::arch.cc, m, la, lb, t, w, s, a, sch};
+                  out[i++] = {c, validate(c, F::arch)};
+                }
   return out;
 }
 

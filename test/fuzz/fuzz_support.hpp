@@ -63,6 +63,7 @@ inline const GemmTable& fake_table() {
     add_family<families::Sm80SimtF32>(*x);
     add_family<families::Sm90WgmmaF16>(*x);
     add_family<families::Sm90WgmmaF16Small>(*x);
+    add_family<families::Sm90WgmmaF16PingPong>(*x);
     return x;
   }();
   return *t;

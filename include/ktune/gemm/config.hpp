@@ -21,6 +21,12 @@ struct WarpShape {  // per-warp tile WM×WN (wgmma instances: per consumer warpg
   friend constexpr bool operator==(const WarpShape&, const WarpShape&) = default;
 };
 
+// How the consumer warpgroups of a wgmma (sm90) instance share the block's tiles. Cooperative: the
+// block tile is split into `warp` tiles, one per consumer warpgroup, all computed together. Ping-pong:
+// two consumer warpgroups take turns on whole tiles (`warp` = the block tile), so one's epilogue runs
+// under the other's mainloop. Other instances are cooperative.
+enum class WgSchedule : unsigned char { cooperative, pingpong };
+
 struct GemmConfig {
   int arch_cc = 80;                  // lowest architecture the instance is built and pruned for
   MathOp math = MathOp::mma_f16;
@@ -30,13 +36,17 @@ struct GemmConfig {
   WarpShape warp{64, 64};
   int stages = 3;
   int align = 8;                     // elements per global vector access of A and B
+  WgSchedule schedule = WgSchedule::cooperative;
 
   constexpr DType operand() const { return operand_type(math); }
   constexpr int warps_m() const { return warp.m > 0 ? tile.m / warp.m : 0; }
   constexpr int warps_n() const { return warp.n > 0 ? tile.n / warp.n : 0; }
   // wgmma instances (sm90): `warp` is the tile of one consumer warpgroup (4 warps issuing wgmma
-  // together), and one more warpgroup produces (issues the TMA loads).
-  constexpr int consumer_warpgroups() const { return is_wgmma(math) ? warps_m() * warps_n() : 0; }
+  // together), and one more warpgroup produces (issues the TMA loads). Cooperative instances have one
+  // consumer warpgroup per warpgroup tile of the block tile, ping-pong instances two (taking turns).
+  constexpr int consumer_warpgroups() const {
+    return !is_wgmma(math) ? 0 : schedule == WgSchedule::pingpong ? 2 : warps_m() * warps_n();
+  }
   constexpr int warps() const { return is_wgmma(math) ? 4 * (consumer_warpgroups() + 1) : warps_m() * warps_n(); }
   constexpr int threads() const { return warps() * 32; }
   // Is the operand's contiguous dimension K? (A row-major, B column-major.)
@@ -59,13 +69,15 @@ constexpr std::string_view math_short_name(MathOp m) {
   return "?";
 }
 
-// Stable, readable instance name, e.g. ktune_gemm_sm80_bf16_tn_128x256x32_w64x64_s4_a8.
+// Stable, readable instance name, e.g. ktune_gemm_sm80_bf16_tn_128x256x32_w64x64_s4_a8 (ping-pong sm90
+// instances: ..._tn_pp_128x128x64_...).
 // Names are part of the public interface (tuning caches and users refer to them): never reorder.
 using InstanceName = FixedString<80>;
 constexpr InstanceName instance_name(const GemmConfig& c) {
   InstanceName s;
   s.append("ktune_gemm_sm").append(c.arch_cc).append('_').append(math_short_name(c.math)).append('_');
   s.append(layout_letter(c.a_layout)).append(layout_letter(c.b_layout)).append('_');
+  if (c.schedule == WgSchedule::pingpong) s.append("pp_");
   s.append(c.tile.m).append('x').append(c.tile.n).append('x').append(c.tile.k);
   s.append("_w").append(c.warp.m).append('x').append(c.warp.n);
   s.append("_s").append(c.stages).append("_a").append(c.align);

@@ -144,6 +144,22 @@ struct Sm90WgmmaF16Small {
   static constexpr int aligns[] = {8};
 };
 
+// Ping-pong consumers: two warpgroups take turns on whole tiles (128x128 or 64x256), each one's epilogue
+// under the other's mainloop (schedule WgSchedule::pingpong; rule pingpong_whole_tile keeps warp tile =
+// block tile). A row-major only (tn, tt), like Sm90WgmmaF16Small.
+struct Sm90WgmmaF16PingPong {
+  static constexpr std::string_view name = "sm90_wgmma_f16_pingpong";
+  static constexpr const ArchTraits& arch = sm90;
+  static constexpr MathOp maths[] = {wgmma_f16, wgmma_bf16};
+  static constexpr Layout a_layouts[] = {row};
+  static constexpr Layout b_layouts[] = {row, col};
+  static constexpr TileShape tiles[] = {{128, 128, 64}, {64, 256, 64}};
+  static constexpr WarpShape warps[] = {{128, 128}, {64, 256}};
+  static constexpr int stages[] = {5};
+  static constexpr int aligns[] = {8};
+  static constexpr WgSchedule schedules[] = {WgSchedule::pingpong};
+};
+
 // Hopper tf32 on fp32 operands: the same kernel as Sm90WgmmaF16 with wgmma m64nNk8 .tf32 and BK = 32
 // (one 128-byte swizzle row of fp32). wgmma reads 32-bit operands K-major only, so only 'tn' (A
 // row-major, B column-major) survives the constraint model (rule wgmma_k_major); the other layouts stay

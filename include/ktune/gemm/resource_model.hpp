@@ -34,7 +34,8 @@ inline constexpr int sm90_producer_registers = 40;   // setmaxnreg.dec for the T
 inline constexpr int sm90_consumer_registers = 232;  // setmaxnreg.inc for 2 consumer warpgroups
 }  // namespace smem_layout
 
-// Shared memory of an sm90 instance: alignment slack, the stage ring, epilogue staging, barriers.
+// Shared memory of an sm90 instance: alignment slack, the stage ring, epilogue staging (per consumer
+// warp: ping-pong instances have two consumer warpgroups of one tile each), barriers.
 constexpr int sm90_staging_bytes(const GemmConfig& c) {
   return c.consumer_warpgroups() * 4 * smem_layout::epilogue_band_rows *
          (smem_layout::sm90_epilogue_cols + smem_layout::sm90_epilogue_pad) * 4;
@@ -134,6 +135,8 @@ constexpr Verdict validate_sm90(const GemmConfig& c, const ArchTraits& arch) {
   if (auto v = require(c.tile.k * es == smem_layout::sm90_swizzle_bytes, Rule::swizzle_row_bytes, c.tile.k * es, smem_layout::sm90_swizzle_bytes); !v.ok()) return v;
   if (auto v = require(c.warp.m > 0 && c.tile.m % c.warp.m == 0, Rule::warp_divides_tile, c.tile.m, c.warp.m); !v.ok()) return v;
   if (auto v = require(c.warp.n > 0 && c.tile.n % c.warp.n == 0, Rule::warp_divides_tile, c.tile.n, c.warp.n); !v.ok()) return v;
+  // Ping-pong consumers take turns on whole tiles: each warpgroup tile is the block tile.
+  if (auto v = require(c.schedule != WgSchedule::pingpong || c.warps_m() * c.warps_n() == 1, Rule::pingpong_whole_tile, c.warps_m() * c.warps_n(), 1); !v.ok()) return v;
   // Each consumer warpgroup issues m64 instructions; its N (one instruction wide, ≤ 256) is a multiple
   // of 64 so MN-major operands split into whole 64-element TMA boxes.
   if (auto v = require(c.warp.m % 64 == 0, Rule::instr_divides_warp, c.warp.m, 64); !v.ok()) return v;
@@ -170,6 +173,7 @@ constexpr int target_blocks_per_sm(const GemmConfig& c, const ArchTraits& arch =
 // The named constraints, in the order they are checked. The first violated one is the reason.
 constexpr Verdict validate(const GemmConfig& c, const ArchTraits& arch) {
   if (is_wgmma(c.math)) return validate_sm90(c, arch);
+  if (auto v = require(c.schedule == WgSchedule::cooperative, Rule::pingpong_whole_tile, c.warps_m() * c.warps_n(), 0); !v.ok()) return v;
   const bool simt = c.math == MathOp::simt_f32;
   const InstrShape is = instr_shape(c.math);
   const int es = size_of(c.operand());

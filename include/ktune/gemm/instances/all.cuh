@@ -17,6 +17,7 @@ namespace ktune::detail {
   register_family<families::Sm80SimtF32>();
   register_family<families::Sm90WgmmaF16>();
   register_family<families::Sm90WgmmaF16Small>();
+  register_family<families::Sm90WgmmaF16PingPong>();
   register_family<families::Sm90WgmmaTf32>();
   route::register_default_routes();  // after the families: routes run registered instances
   return true;

@@ -37,9 +37,9 @@
 namespace ktune::kernel::sm90 {
 
 // Consumer schedule and epilogue store of an instance type CfgT (defaults: cooperative, staged stores).
-//   pingpong (CfgT::pingpong, one warpgroup tile per block tile): two consumer warpgroups take turns on
-//     whole tiles, so one's epilogue runs under the other's mainloop; cooperative: the config's
-//     consumer warpgroups split every tile.
+//   pingpong (GemmConfig::schedule = WgSchedule::pingpong, or CfgT::pingpong for probes; one warpgroup
+//     tile per block tile): two consumer warpgroups take turns on whole tiles, so one's epilogue runs
+//     under the other's mainloop; cooperative: the config's consumer warpgroups split every tile.
 //   tma_store (CfgT::tma_store): D = A·B (identity epilogue, 16-byte aligned rows of D) leaves through
 //     TMA stores of 16-row × 128-byte boxes from two 2 KB swizzled buffers per consumer warp (other
 //     epilogues keep the staged stores).
@@ -51,7 +51,8 @@ struct Sm90Schedule {
 template <class CfgT>
 constexpr Sm90Schedule schedule_of() {
   Sm90Schedule s;
-  if constexpr (requires { CfgT::pingpong; }) s.pingpong = CfgT::pingpong;
+  s.pingpong = CfgT::value.schedule == WgSchedule::pingpong;
+  if constexpr (requires { CfgT::pingpong; }) s.pingpong = s.pingpong || CfgT::pingpong;
   if constexpr (requires { CfgT::tma_store; }) s.tma_store = CfgT::tma_store;
   return s;
 }
@@ -130,7 +131,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
                                                       const int k_tiles, const CUtensorMap* tma_d = nullptr,
                                                       bool fragments_allowed = true) {
   using ML = WgmmaMainloop<C>;
-  constexpr bool PingPong = Sch.pingpong;
+  constexpr bool PingPong = Sch.pingpong || C.schedule == WgSchedule::pingpong;
   static_assert(!PingPong || ML::consumers == 1, "ping-pong consumers each compute a whole tile");
   constexpr int consumer_wgs = sm90_consumer_warpgroups(C, Sch);
   constexpr int slot_readers = PingPong ? 1 : ML::consumers;  // warpgroups that read each ring slot
@@ -350,8 +351,9 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   constexpr auto kernel = wgmma_gemm_kernel<CfgT, Epi>;
   constexpr int smem = sm90_kernel_smem_bytes<CfgT>;  // the model's, with ping-pong's second staging and the bias buffers
   static_assert(smem <= ::ktune::sm90.smem_optin_bytes, "the kernel's shared memory fits an sm90 block");
-  static_assert(schedule_of<CfgT>().pingpong || schedule_of<CfgT>().tma_store || smem == estimate_resources(C).smem_bytes,
-                "the default schedule's shared memory is the resource model's");
+  static_assert(schedule_of<CfgT>().tma_store || sm90_consumer_warpgroups(C, schedule_of<CfgT>()) != C.consumer_warpgroups() ||
+                    smem == estimate_resources(C).smem_bytes,
+                "an instance's shared memory is the resource model's (probes: TMA-store buffers, ping-pong by flag)");
   constexpr int threads = sm90_kernel_threads<CfgT>;
   const GemmDesc d = resolved(d0);
   KTUNE_RETURN_IF_ERROR(ensure_sm90_image<kernel>());

@@ -26,7 +26,7 @@ template <GemmConfig C>
 struct WgmmaMainloop {
   static constexpr int BM = C.tile.m, BN = C.tile.n, BK = C.tile.k;
   static constexpr int WM = C.warp.m, WN = C.warp.n, MI = WM / 64;
-  static constexpr int consumers = C.consumer_warpgroups();
+  static constexpr int consumers = C.warps_m() * C.warps_n();  // warpgroup tiles of the block tile
   static constexpr bool a_kc = C.a_k_contiguous(), b_kc = C.b_k_contiguous();
   static constexpr int elem_bytes = size_of(C.operand());  // 2 (f16, bf16) or 4 (tf32 reads fp32)
   static constexpr int instr_k = instr_shape(C.math).k;     // K of one wgmma: 16, or 8 for tf32
