@@ -181,6 +181,22 @@ inline bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
 inline std::string squote(std::string_view s) { return "'" + std::string(s) + "'"; }
 
+// A line's epilogue field `t` (one per line) into flags and activation; a conv line's tag has no ab/res.
+inline bool take_epilogue_field(std::string_view t, std::optional<std::string_view>& seen, std::uint8_t& flags, Activation& act,
+                                bool conv, std::string& why) {
+  if (seen) {
+    why = "unexpected " + squote(t) + ": the epilogue is already " + squote(*seen) + " (one epilogue tag per line)";
+    return false;
+  }
+  if (!tuner::parse_epilogue_tag(t, flags, act) || (conv && (flags & (tuner::epi::beta | tuner::epi::residual)) != 0)) {
+    why = conv ? "unknown conv epilogue " + squote(t) + " (identity, or [alpha][_bias][_relu|_gelu_tanh|_gelu_erf|_silu][_clamp], e.g. bias_relu)"
+               : "unknown epilogue " + squote(t) + " (" + std::string(epilogue_syntax) + ")";
+    return false;
+  }
+  seen = t;
+  return true;
+}
+
 }  // namespace detail
 
 // Parse one problem (no comment, not blank). On failure `why` says what is wrong and returns false.
@@ -218,15 +234,7 @@ inline bool parse_shape_line(std::string_view text, ShapeProblem& out, std::stri
     const std::string_view t = tok[i];
     const std::size_t eq = t.find('=');
     if (eq == std::string_view::npos) {
-      if (epilogue) {
-        why = "unexpected " + squote(t) + ": the epilogue is already " + squote(*epilogue) + " (one epilogue tag per line)";
-        return false;
-      }
-      if (!tuner::parse_epilogue_tag(t, p.epi_flags, p.activation)) {
-        why = "unknown epilogue " + squote(t) + " (" + std::string(epilogue_syntax) + ")";
-        return false;
-      }
-      epilogue = t;
+      if (!detail::take_epilogue_field(t, epilogue, p.epi_flags, p.activation, /*conv=*/false, why)) return false;
       continue;
     }
     const std::string_view name = t.substr(0, eq), value = t.substr(eq + 1);
@@ -326,15 +334,7 @@ inline bool parse_conv_shape_line(std::string_view text, ConvShapeProblem& out, 
     const std::string_view t = tok[i];
     const std::size_t eq = t.find('=');
     if (eq == std::string_view::npos) {
-      if (epilogue) {
-        why = "unexpected " + squote(t) + ": the epilogue is already " + squote(*epilogue) + " (one epilogue tag per line)";
-        return false;
-      }
-      if (!tuner::parse_epilogue_tag(t, flags, act) || (flags & (tuner::epi::beta | tuner::epi::residual)) != 0) {
-        why = "unknown conv epilogue " + squote(t) + " (identity, or [alpha][_bias][_relu|_gelu_tanh|_gelu_erf|_silu][_clamp], e.g. bias_relu)";
-        return false;
-      }
-      epilogue = t;
+      if (!detail::take_epilogue_field(t, epilogue, flags, act, /*conv=*/true, why)) return false;
       continue;
     }
     const std::string_view name = t.substr(0, eq), value = t.substr(eq + 1);

@@ -90,16 +90,8 @@ void run_conv_problem(Context& cx, CudnnHolder& cudnn, const Conv2dDesc& d, int 
 
   ConvData data;
   if (const Status created = data.create(d, cx.dev, 0x636f6e76ull * (index + 1), cx.stream); !created.ok()) {
-    ResultRow r;
-    r.op = "conv2d";
-    r.problem = sum.name;
-    r.instance = "(setup)";
-    r.status = "ERROR";
-    r.message = created.to_string();
-    cx.report.rows.push_back(r);
     sum.failed = 1;
-    if (!tools::cuda_context_alive()) cx.report.context_lost = true;
-    return finish("could not set up the problem: " + created.to_string());
+    return finish(record_setup_failure(cx, "conv2d", sum.name, created));
   }
   sum.sets = data.sets();
   const Conv2dOperands o0 = data.ops(0);

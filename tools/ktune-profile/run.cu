@@ -127,15 +127,8 @@ void run_problem(Context& cx, const ProblemSpec& spec, int index, int count) {
   ProblemData data;
   const Status created = data.create(spec, cx.dev, 0x6b74756e65ull * (index + 1), cx.stream);
   if (!created.ok()) {
-    ResultRow r;
-    r.problem = spec.name();
-    r.instance = "(setup)";
-    r.status = "ERROR";
-    r.message = created.to_string();
-    cx.report.rows.push_back(r);
     sum.failed = 1;
-    if (!tools::cuda_context_alive()) cx.report.context_lost = true;
-    return finish("could not set up the problem: " + created.to_string());
+    return finish(record_setup_failure(cx, "gemm", spec.name(), created));
   }
   sum.sets = data.sets();
   const GemmDesc desc = spec.desc();

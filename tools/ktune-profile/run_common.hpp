@@ -31,6 +31,20 @@ std::string fmt(const char* f, double v);
 bool verify_and_time(Context& cx, const std::function<Status(tools::ErrorStats&)>& check, const tools::LaunchFn& launch,
                      double flops, double tol, ResultRow& row);
 
+// A problem whose data could not be set up: its "(setup)" ERROR row in the report (and whether the
+// context survived); returns the note for its summary.
+inline std::string record_setup_failure(Context& cx, const std::string& op, const std::string& problem, const Status& st) {
+  ResultRow r;
+  r.op = op;
+  r.problem = problem;
+  r.instance = "(setup)";
+  r.status = "ERROR";
+  r.message = st.to_string();
+  cx.report.rows.push_back(r);
+  if (!tools::cuda_context_alive()) cx.report.context_lost = true;
+  return "could not set up the problem: " + st.to_string();
+}
+
 // Count a problem's instance rows into its summary (GEMM's ProblemSummary or ConvSummary): passed,
 // failed, the heuristic pick's TF/s and the best verified row. Returns the best row or nullptr.
 template <class Summary>
