@@ -209,13 +209,14 @@ constexpr ConvVerdict validate(const ConvConfig& c, const ArchTraits& arch) {
 // the tap and channel of the thread's chunk).
 constexpr GemmResources conv_resources(const ConvConfig& c) {
   if (c.iterator == ConvIterator::stem) {
-    // Threads; shared memory without the input rows (filters for R = 8 and the per-warp store staging;
-    // the rows depend on the problem: stem_smem_bytes, checked by can_implement); registers: 128
-    // accumulators, two buffers of A and B fragments (64), addresses and masks.
+    // Threads; shared memory without the input rows (filters for R = 8, the fp32 bias and the per-warp
+    // fp32 staging band of 16 x 72 floats; the rows depend on the problem: stem_layout in conv/stem.hpp,
+    // checked by can_implement); registers: 128 accumulators, two buffers of A and B fragments (64),
+    // addresses and masks (ptxas: 251-255).
     GemmResources r;
     r.threads = c.gemm.threads();
-    r.smem_bytes = 8 * stem_tile_n * stem_tile_k * 2 + (c.gemm.tile.m / stem_warp_m) * stem_warp_m * stem_tile_n * 2;
-    r.registers = 232;
+    r.smem_bytes = 8 * stem_tile_n * stem_tile_k * 2 + stem_tile_n * 4 + (c.gemm.tile.m / stem_warp_m) * 16 * (stem_tile_n + 8) * 4;
+    r.registers = 252;
     return r;
   }
   GemmResources r = estimate_resources(c.gemm);

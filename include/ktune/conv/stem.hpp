@@ -29,6 +29,7 @@ inline constexpr int stem_filter_row_bytes = stem_tile_n * stem_tile_k * 2;  // 
 // floats (conflict-free float2 writes and float4 reads).
 inline constexpr int stem_staging_stride = stem_tile_n + 8;
 inline constexpr int stem_staging_bytes_per_warp = 16 * stem_staging_stride * 4;
+inline constexpr int stem_bias_bytes = stem_tile_n * 4;  // the fast epilogue's bias as fp32, once per CTA
 
 // Shared-memory geometry of one problem (bytes unless said otherwise).
 struct StemLayout {
@@ -38,7 +39,7 @@ struct StemLayout {
   int filter_bytes = 0, staging_bytes = 0, rows_bytes = 0;  // rows_bytes: one row buffer
   int row_buffers = 0;  // C = 4: two (the next tile's rows copied while this one computes); C < 4: one
   int raw_bytes = 0;    // C < 4: the next tile's rows as they are in x (C values per pixel), copied raw
-  int smem_bytes = 0;   // filters + staging + row buffers + raw buffer
+  int smem_bytes = 0;   // filters + bias + staging + row buffers + raw buffer, in this order
 };
 
 // C < 4: the raw rows of a tile are one contiguous piece of x (NHWC), copied with 16-byte cp.async
@@ -58,7 +59,7 @@ constexpr StemLayout stem_layout(const ConvConfig& c, const Conv2dDesc& d) {
   const std::int64_t rows_bytes = rows * pitch;
   const int buffers = c.channels == 4 ? 2 : 1;
   const std::int64_t raw = c.channels == 4 ? 0 : (rows * d.w * d.c * 2 + stem_raw_slack + 15) / 16 * 16;
-  const std::int64_t total = std::int64_t{d.r} * stem_filter_row_bytes +
+  const std::int64_t total = std::int64_t{d.r} * stem_filter_row_bytes + stem_bias_bytes +
                              std::int64_t{c.gemm.tile.m / stem_warp_m} * stem_staging_bytes_per_warp +
                              buffers * rows_bytes + raw;
   if (total > (std::int64_t{1} << 30)) return l;  // absurd: smem_bytes 0 marks it, can_implement rejects

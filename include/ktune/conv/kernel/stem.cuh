@@ -13,7 +13,7 @@
 //      64 × 32 values per r, swizzled) stays in shared memory for the kernel's lifetime. Taps ≥ S are
 //      masked to zero in the A fragments (so a non-finite pixel beyond the filter is never multiplied);
 //   3. the epilogue, one m16 fragment at a time through a per-warp fp32 staging band: each lane owns a
-//      fixed quad of 4 channels; alpha, bias (4 registers per tile), activation and clamp, packed
+//      fixed quad of 4 channels; alpha, bias (fp32 in shared memory), activation and clamp, packed
 //      to f16/bf16, 8-byte stores (two whole 128-byte pixel rows of y per warp instruction); other
 //      epilogues (beta, residual, f32 output, K < 64, unaligned y) through the GEMM's epilogue_store.
 #pragma once
@@ -372,19 +372,12 @@ struct StemKernel {
   }
 
   __device__ __forceinline__ static void store_tile(const StemParams<epilogue::Builtin::Params>& p, Acc& acc, char* stage,
-                                                    std::int64_t pixel0, int valid, int lane) {
+                                                    const float* sbias, std::int64_t pixel0, int valid, int lane) {
     float* st = reinterpret_cast<float*>(stage);
-    // The fast path's bias for this lane's channel quad (K = 64 there): per tile (L1-resident), not
-    // per kernel: four registers more across the mma loop would spill.
-    float bias[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (p.geo.fast_store && p.g.ep.bias != nullptr) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int col = (lane & 15) * 4 + e;
-        bias[e] = p.g.d_type == DType::bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(p.g.ep.bias)[col])
-                                            : __half2float(static_cast<const __half*>(p.g.ep.bias)[col]);
-      }
-    }
+    // The fast path's bias for this lane's channel quad, from the CTA's fp32 copy (zero without bias):
+    // per tile, not per kernel: four registers more across the mma loop would spill.
+    const float4 b4 = *reinterpret_cast<const float4*>(sbias + (lane & 15) * 4);
+    const float bias[4] = {b4.x, b4.y, b4.z, b4.w};
 #pragma unroll 1
     for (int i = 0; i < MI; ++i) {
       if (i * 16 >= valid) break;
@@ -401,9 +394,18 @@ struct StemKernel {
     const StemGeometry& g = p.geo;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     char* sf = smem;
-    char* stage = smem + g.r * FilterTile::bytes + warp * stem_staging_bytes_per_warp;
+    float* const sbias = reinterpret_cast<float*>(smem + g.r * FilterTile::bytes);
+    char* stage = smem + g.r * FilterTile::bytes + stem_bias_bytes + warp * stem_staging_bytes_per_warp;
     char* const rows0 = smem + g.rows_offset;  // row buffer b at rows0 + b·rows_bytes
     const T* x = static_cast<const T*>(p.x);
+
+    // The fast epilogue's bias as fp32 (K = 64 there; zeros without bias), visible after the first barrier.
+    for (int col = threadIdx.x; col < stem_tile_n; col += threads) {
+      const void* b = g.fast_store ? p.g.ep.bias : nullptr;
+      sbias[col] = b == nullptr ? 0.0f
+                   : p.g.d_type == DType::bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(b)[col])
+                                               : __half2float(static_cast<const __half*>(b)[col]);
+    }
 
     int t = blockIdx.x;
     Acc acc;
@@ -415,7 +417,7 @@ struct StemKernel {
       __syncthreads();  // every warp is done with the row buffer: it may be refilled
       const int m_warp = tc.m0 + warp * stem_warp_m;
       const int valid = min(stem_warp_m, g.pq - m_warp);
-      if (valid > 0) store_tile(p, acc, stage, std::int64_t(tc.n) * g.pq + m_warp, valid, lane);
+      if (valid > 0) store_tile(p, acc, stage, sbias, std::int64_t(tc.n) * g.pq + m_warp, valid, lane);
     };
     if constexpr (C == 4) {
       // Two row buffers: tile t + grid's rows are copied while tile t computes.
@@ -527,7 +529,7 @@ Status launch_conv_stem(const Conv2dDesc& d, const Conv2dOperands& ops, const Co
   g.rows_cap = l.rows_cap;
   g.row_pixels = l.row_pixels;
   g.pitch = l.pitch;
-  g.rows_offset = l.filter_bytes + l.staging_bytes;
+  g.rows_offset = l.filter_bytes + stem_bias_bytes + l.staging_bytes;
   g.rows_bytes = l.rows_bytes;
   g.raw_offset = g.rows_offset + l.row_buffers * l.rows_bytes;
   const auto y_addr = reinterpret_cast<std::uintptr_t>(ops.y);
