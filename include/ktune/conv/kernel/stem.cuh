@@ -409,33 +409,34 @@ struct StemKernel {
 
     int t = blockIdx.x;
     Acc acc;
+    // Compute and store one tile; the row buffer may be refilled once every warp passed the next barrier.
     auto tile_work = [&](const char* rows, int tile) {
       const TileCoord tc = tile_coord(g, tile);
       int a_off[MI];
       a_offsets(a_off, g, tc, warp, lane);
       compute(acc, rows, sf, g, a_off, lane);
-      __syncthreads();  // every warp is done with the row buffer: it may be refilled
       const int m_warp = tc.m0 + warp * stem_warp_m;
       const int valid = min(stem_warp_m, g.pq - m_warp);
       if (valid > 0) store_tile(p, acc, stage, sbias, std::int64_t(tc.n) * g.pq + m_warp, valid, lane);
     };
     if constexpr (C == 4) {
-      // Two row buffers: tile t + grid's rows are copied while tile t computes.
+      // Two row buffers: tile t + grid's rows are copied while tile t computes and stores. One barrier
+      // per tile: after it, tile t's rows are visible and every warp is done with the other buffer.
       if (t < g.tiles) load_rows(rows0, x, g, t);
       load_filters(sf, static_cast<const T*>(p.w), g);
       copy_commit();  // the filters arrive with the first tile's rows
 #pragma unroll 1
       for (int it = 0; t < g.tiles; t += gridDim.x, ++it) {
         const int next = t + gridDim.x;
+        copy_wait<0>();
+        __syncthreads();
         if (next < g.tiles) load_rows(rows0 + ((it + 1) & 1) * g.rows_bytes, x, g, next);
         copy_commit();
-        copy_wait<1>();
-        __syncthreads();  // tile t's rows (and, the first time, the filters) are visible to every warp
         tile_work(rows0 + (it & 1) * g.rows_bytes, t);
       }
     } else {
       // One row buffer and one raw buffer: tile t + grid's raw rows arrive while tile t computes and
-      // stores; they are expanded into the row buffer after that.
+      // stores; they are expanded into the row buffer once every warp is done with it.
       char* const raw = smem + g.raw_offset;
       if (t < g.tiles) issue_raw(raw, x, g, t);
       copy_commit();
@@ -452,7 +453,7 @@ struct StemKernel {
         tile_work(rows0, t);
         if (next < g.tiles) {
           copy_wait<0>();
-          __syncthreads();  // the raw rows of tile next have arrived (and the lead bytes are stored)
+          __syncthreads();  // every warp is done with the row buffer; tile next's raw rows have arrived
           expand_raw(rows0, raw, x, g, next);
         }
       }
