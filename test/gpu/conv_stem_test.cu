@@ -193,6 +193,28 @@ TEST_CASE("conv stem: residual aliasing y, and y not 16-byte aligned") {
   }
 }
 
+// Small, for compute-sanitizer (racecheck, synccheck; gpu-requests/stem.sh): a grid with second laps
+// (300 tiles > 2 CTAs x 132 multiprocessors on an H200) through the fast store path, and a multi-tile
+// problem through the general one.
+TEST_CASE("conv stem: multi-lap grid, fast and general epilogues (sanitizer workload)") {
+  for (const ConvKernelEntry* e : stem_instances()) {
+    Conv2dDesc d = P(300, 8, 8, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
+    d.type = e->config.operand();
+    const ConvCase c(d, 80);
+    Check chk = run_and_check(c, bias_activation(Activation::relu), d.type, e->name.data(), 81);
+    INFO(e->name << " " << describe(d) << ": " << chk.summary());
+    CHECK(chk.ok(tolerance(d.type)));
+    Conv2dDesc d2 = P(3, 40, 50, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
+    d2.type = e->config.operand();
+    const ConvCase c2(d2, 82);
+    EpilogueSpec ep = bias_activation(Activation::silu);
+    ep.residual = true;
+    chk = run_and_check(c2, ep, DType::f32, e->name.data(), 83);
+    INFO(e->name << " " << describe(d2) << " residual, f32 out: " << chk.summary());
+    CHECK(chk.ok(tolerance(DType::f32)));
+  }
+}
+
 TEST_CASE("conv stem: what a stem instance cannot run, and why") {
   for (const ConvKernelEntry* e : stem_instances()) {
     const int ch = e->config.channels;
