@@ -49,7 +49,7 @@ struct Sm80MmaF16SmallM {
   static constexpr Layout a_layouts[] = {row};
   static constexpr Layout b_layouts[] = {col, row};
   static constexpr TileShape tiles[] = {{16, 128, 64}, {32, 128, 64}, {16, 64, 128}, {32, 64, 128}};
-  static constexpr WarpShape warps[] = {{16, 32}};
+  static constexpr WarpShape warps[] = {{16, 32}, {32, 32}};  // 32x32: half the warps on 32-row tiles
   static constexpr int stages[] = {4};
   static constexpr int aligns[] = {8};
 };
