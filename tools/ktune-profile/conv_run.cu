@@ -174,9 +174,9 @@ void run_conv_problem(Context& cx, CudnnHolder& cudnn, const Conv2dDesc& d, int 
     }
   }
   // Timing of the references (their outputs go to the rotating sets' y, not to the reference buffer).
-  auto time_ref = [&](const tools::LaunchFn& fn, const std::string& name, double& ms, double& tf) -> bool {
+  Timing fused_t, unfused_t;  // iters and repeats for the reference rows
+  auto time_ref = [&](const tools::LaunchFn& fn, const std::string& name, double& ms, double& tf, Timing& t) -> bool {
     if (!fn) return true;
-    Timing t;
     const Status timed = tools::time_launches(fn, cx.stream, cx.timing, t);
     if (timed.ok()) {
       ms = t.median_ms;
@@ -186,8 +186,9 @@ void run_conv_problem(Context& cx, CudnnHolder& cudnn, const Conv2dDesc& d, int 
     sum.ref_message += (sum.ref_message.empty() ? "" : "; ") + (name + " timing: " + timed.to_string());
     return tools::cuda_context_alive();
   };
-  if (!time_ref(fused_fn, "cuDNN fused", sum.fused_ms, sum.fused_tflops)) return context_lost("timing cuDNN fused");
-  if (!time_ref(unfused_fn, "cuDNN unfused", sum.unfused_ms, sum.unfused_tflops)) return context_lost("timing cuDNN unfused");
+  if (!time_ref(fused_fn, "cuDNN fused", sum.fused_ms, sum.fused_tflops, fused_t)) return context_lost("timing cuDNN fused");
+  if (!time_ref(unfused_fn, "cuDNN unfused", sum.unfused_ms, sum.unfused_tflops, unfused_t))
+    return context_lost("timing cuDNN unfused");
   // What the ratios are against: cuDNN fused, or unfused where there is no fused call.
   const double ref_ms = sum.fused_ms > 0 ? sum.fused_ms : sum.unfused_ms;
   const double ref_tflops = sum.fused_ms > 0 ? sum.fused_tflops : sum.unfused_tflops;
@@ -216,10 +217,13 @@ void run_conv_problem(Context& cx, CudnnHolder& cudnn, const Conv2dDesc& d, int 
     row.ref2_tflops = sum.unfused_tflops;
     return row;
   };
-  auto ref_row = [&](const std::string& name, double ms, double tf, double err, const std::string& status, const std::string& msg) {
+  auto ref_row = [&](const std::string& name, double ms, double tf, const Timing& t, double err, const std::string& status,
+                     const std::string& msg) {
     ResultRow r = make_row(name, "cudnn");
     r.ms = ms;
     r.tflops = tf;
+    r.iters = t.iters;
+    r.repeats = t.repeats;
     r.rel_err = err;
     r.status = status;
     r.message = msg;
@@ -228,9 +232,9 @@ void run_conv_problem(Context& cx, CudnnHolder& cudnn, const Conv2dDesc& d, int 
   if (have_ref) {  // the reference's own rows (its CPU check on the one that wrote the reference output)
     const bool fused_is_ref = sum.reference == "cuDNN fused";
     if (sum.fused_ms > 0 || fused_is_ref)
-      ref_row("cuDNN fused", sum.fused_ms, sum.fused_tflops, fused_is_ref ? sum.ref_cpu_err : -1.0, fused_is_ref ? sum.ref_status : "PASS",
+      ref_row("cuDNN fused", sum.fused_ms, sum.fused_tflops, fused_t, fused_is_ref ? sum.ref_cpu_err : -1.0, fused_is_ref ? sum.ref_status : "PASS",
               fused_is_ref ? sum.ref_message : "");
-    ref_row("cuDNN unfused", sum.unfused_ms, sum.unfused_tflops, fused_is_ref ? -1.0 : sum.ref_cpu_err,
+    ref_row("cuDNN unfused", sum.unfused_ms, sum.unfused_tflops, unfused_t, fused_is_ref ? -1.0 : sum.ref_cpu_err,
             fused_is_ref ? "unchecked" : sum.ref_status, fused_is_ref ? "" : sum.ref_message);
   }
 
