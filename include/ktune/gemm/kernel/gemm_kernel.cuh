@@ -8,7 +8,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -251,11 +250,6 @@ __global__ void __launch_bounds__(CfgT::value.threads(), target_blocks_per_sm(Cf
 
   constexpr bool splittable = supports_split_k(C);
   const int slice = splittable && p.split_k > 1 ? static_cast<int>(blockIdx.y) : 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // Parallel split-K: the reduction kernel (a programmatic dependent launch) may be scheduled now; its
-  // blocks wait in cudaGridDependencySynchronize until this grid is done, so only its launch overlaps.
-  if (splittable && p.split_k > 1 && !p.split_serial) cudaTriggerProgrammaticLaunchCompletion();
-#endif
   typename Mainloop::Accumulators acc;
   if constexpr (splittable) {
     const KRange kr = k_slice((p.k + C.tile.k - 1) / C.tile.k, slice, p.split_k);
@@ -284,9 +278,6 @@ static_assert((max_split_k + split_k_group_slices - 1) / split_k_group_slices <=
 template <class Epi>
 __global__ void __launch_bounds__(splitk_reduce_threads) splitk_reduce_kernel(const GemmParams<typename Epi::Params> p,
                                                                               int lanes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  cudaGridDependencySynchronize();  // launched as a programmatic dependent of the GEMM: its partials are complete
-#endif
   __shared__ float4 group_sums[splitk_reduce_threads];
   const int groups = (p.split_k + split_k_group_slices - 1) / split_k_group_slices;
   const int quads_n = (p.n + 3) / 4;
@@ -400,26 +391,10 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   int lanes = 1;
   while (lanes < groups) lanes *= 2;  // ≤ 64 (max_split_k = 256) ≤ splitk_reduce_threads
   const std::int64_t quads = d.m * ceil_div(d.n, std::int64_t{4}), per_block = splitk_reduce_threads / lanes;
-  // On sm_90+ a programmatic dependent launch: the reduction's launch overlaps the GEMM's last blocks
-  // (it waits for the GEMM's completion on the device), instead of starting after it.
-  // KTUNE_SPLITK_PDL=0 (read once) launches it plainly: an A/B switch for measurements.
-  static const bool pdl_off = [] {
-    const char* v = std::getenv("KTUNE_SPLITK_PDL");
-    return v != nullptr && v[0] == '0';
-  }();
-  int dev = 0, major = 0;
-  KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&dev), "cudaGetDevice"));
-  KTUNE_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), "cudaDeviceGetAttribute"));
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(ceil_div(quads, per_block)));
-  cfg.blockDim = dim3(splitk_reduce_threads);
-  cfg.stream = stream;
-  cudaLaunchAttribute pdl{};
-  pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  pdl.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &pdl;
-  cfg.numAttrs = major >= 9 && !pdl_off ? 1 : 0;
-  return cuda_status(cudaLaunchKernelEx(&cfg, splitk_reduce_kernel<Epi>, q, lanes), "split-K reduction kernel launch");
+  // A plain launch after the GEMM. (A programmatic dependent launch, triggered at the GEMM's start, was
+  // 0.9-3 us slower per call on the H200 for 64x64x65536: notes/split-k.md.)
+  splitk_reduce_kernel<Epi><<<static_cast<unsigned>(ceil_div(quads, per_block)), splitk_reduce_threads, 0, stream>>>(q, lanes);
+  return cuda_status(cudaGetLastError(), "split-K reduction kernel launch");
 }
 
 // Workspace bytes an instance needs (GemmKernelEntry::workspace_size): split-K partials and counters.
