@@ -11,6 +11,7 @@ namespace ktune::detail {
   register_family<families::Sm80MmaF16>();
   register_family<families::Sm80MmaF16Small>();
   register_family<families::Sm80MmaF16SmallM>();
+  register_family<families::Sm80MmaF16SmallM32>();
   register_family<families::Sm80MmaF16Unaligned>();
   register_family<families::Sm80MmaTf32>();
   register_family<families::Sm80MmaTf32Unaligned>();
