@@ -20,9 +20,22 @@
 
 namespace ktune {
 
-// Instances whose kernel takes split_k > 1: the sm80 mma.sync ones (SIMT instances run at their
-// 128-register cap, where the split-K epilogue spills; wgmma instances have their own persistent kernel).
-constexpr bool supports_split_k(const GemmConfig& c) { return uses_tensor_cores(c.math) && !is_wgmma(c.math); }
+// Tiles of at least 128x128 over 16-byte vectors of 16-bit operands (families::Sm80MmaF16) leave
+// split-K to the smaller-tile families: a problem with few enough such tiles to want slices is served as
+// well by the 64-row and 16/32-row instances with slices (H200, every tactic on 7 decode shapes: the
+// best split of a 128-row aligned f16/bf16 instance was within 2% of another tactic), and a split-capable
+// instance costs ~8 s more CPU to compile (notes/build-time.md). tf32 and unaligned tiles keep it (there
+// it wins: tf32 decode 0.045 vs 0.084 ms).
+constexpr bool large_aligned_16bit_tile(const GemmConfig& c) {
+  return size_of(c.operand()) == 2 && c.align * 2 >= 16 && c.tile.m >= 128 && c.tile.n >= 128;
+}
+
+// Instances whose kernel takes split_k > 1: the sm80 mma.sync ones but the large aligned 16-bit tiles
+// (SIMT instances run at their 128-register cap, where the split-K epilogue spills; wgmma instances have
+// their own persistent kernel).
+constexpr bool supports_split_k(const GemmConfig& c) {
+  return uses_tensor_cores(c.math) && !is_wgmma(c.math) && !large_aligned_16bit_tile(c);
+}
 
 // The fixed summation order of the slices' partial sums (both modes, so they give the same bits run to
 // run and as each other): slices in groups of split_k_group_slices, each group added in slice order,
