@@ -118,9 +118,9 @@ else
   SUMMARY+=("$(printf '%-26s %-16s' benchmarks 'none built')")
 fi
 
-# ---- 5. resource usage of the instances -------------------------------------------------------------
+# ---- 5. resource usage of the instances (both object libraries: Hopper-only TUs are apart in mixed-arch builds)
 objs=()
-while IFS= read -r -d '' o; do objs+=("$o"); done < <(find "$BUILD" -path '*ktune_instances.dir*' -name '*.o' -print0 2>/dev/null | sort -z)
+while IFS= read -r -d '' o; do objs+=("$o"); done < <(find "$BUILD" \( -path '*ktune_instances.dir*' -o -path '*ktune_instances_sm90.dir*' \) -name '*.o' -print0 2>/dev/null | sort -z)
 if [ "${#objs[@]}" -gt 0 ] && command -v cuobjdump >/dev/null 2>&1; then
   res="$LOGS/5-resource-usage.txt"
   {
