@@ -196,16 +196,20 @@ int main(int argc, char** argv) {
     for (const Tactic& t : tactics) ws_need = std::max(ws_need, workspace_bytes_for(*t.e, d, t.lo));
     if (ws_need > workspace.bytes())
       if (Status st = workspace.allocate(ws_need); !st.ok()) return fail(st, "workspace");
-    for (Tactic& t : tactics) {
-      const LaunchFn fn = [&](int i, cudaStream_t st) {
+    // One tactic (instance + launch options) through ktune::gemm on `desc`, with the shared workspace.
+    const auto tactic_launch = [&](const Tactic& t, const GemmDesc& desc) -> LaunchFn {
+      return [&data, &workspace, &t, desc](int i, cudaStream_t st) {
         GemmOperands o = data.ops(i);
         o.workspace = workspace.get();
         o.workspace_bytes = workspace.bytes();
         GemmOptions opt;
         opt.instance = t.e->name.data();
         opt.launch = t.lo;
-        return gemm(d, o, st, opt);
+        return gemm(desc, o, st, opt);
       };
+    };
+    for (Tactic& t : tactics) {
+      const LaunchFn fn = tactic_launch(t, d);
       Timing tk;
       if (Status st = time_launches(fn, s, kopt, tk); !st.ok()) {
         std::printf("  %s: %s\n", t.name().c_str(), st.to_string().c_str());
@@ -257,15 +261,7 @@ int main(int argc, char** argv) {
           d2.m = d.m - 8;
           d2.ldd = d.n + pad;
           if (d2.m < 1 || d2.m * d2.ldd > data.d_elems()) continue;
-          const LaunchFn fn = [&](int i, cudaStream_t st) {
-            GemmOperands o = data.ops(i);
-            o.workspace = workspace.get();
-            o.workspace_bytes = workspace.bytes();
-            GemmOptions opt;
-            opt.instance = t.e->name.data();
-            opt.launch = t.lo;
-            return gemm(d2, o, st, opt);
-          };
+          const LaunchFn fn = tactic_launch(t, d2);
           Timing tk;
           if (Status st = time_launches(fn, s, kopt, tk); !st.ok()) {
             std::printf("   store A/B %s ldd N+%d: %s\n", t.name().c_str(), pad, st.to_string().c_str());
