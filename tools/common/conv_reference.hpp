@@ -65,21 +65,11 @@ inline double conv_reference_epilogue(double acc, const EpilogueSpec& e, double 
 inline void conv_reference(const Conv2dDesc& d, const float* x, const float* w, const float* bias, std::int64_t p0,
                            std::int64_t p1, double* out) {
   const ConvShape sh = conv_shape(d);
+  const auto x_at = [x](std::int64_t e) { return x[e]; };
+  const auto w_at = [w](std::int64_t e) { return w[e]; };
   for (std::int64_t i = p0; i < p1; ++i) {
-    const std::int64_t q = i % sh.q, p = (i / sh.q) % sh.p, n = i / (sh.q * sh.p);
     for (std::int64_t k = 0; k < d.k; ++k) {
-      double acc = 0.0;
-      for (std::int64_t r = 0; r < d.r; ++r) {
-        const std::int64_t h = p * d.stride_h - d.pad_h + r * d.dil_h;
-        if (h < 0 || h >= d.h) continue;
-        for (std::int64_t s = 0; s < d.s; ++s) {
-          const std::int64_t wi = q * d.stride_w - d.pad_w + s * d.dil_w;
-          if (wi < 0 || wi >= d.w) continue;
-          const float* xp = x + ((n * d.h + h) * d.w + wi) * d.c;
-          const float* wp = w + ((k * d.r + r) * d.s + s) * d.c;
-          for (std::int64_t c = 0; c < d.c; ++c) acc += double(xp[c]) * double(wp[c]);
-        }
-      }
+      const double acc = conv_sum_exact(d, sh, i, k, x_at, w_at);
       out[(i - p0) * d.k + k] = conv_reference_epilogue(acc, d.epilogue, bias != nullptr ? double(bias[k]) : 0.0);
     }
   }

@@ -96,6 +96,26 @@ constexpr ConvShape conv_shape(const Conv2dDesc& d) {
   return s;
 }
 
+// The exact convolution sum of output pixel m (NPQ order: m = (n·P + p)·Q + q) and output channel k, in
+// float64: what every host reference of a conv checks against. x(i) and w(i) return element i of the
+// NHWC input and the KRSC filter (as anything convertible to double); taps in the padding add nothing.
+template <class XAt, class WAt>
+double conv_sum_exact(const Conv2dDesc& d, const ConvShape& sh, std::int64_t m, std::int64_t k, XAt&& x, WAt&& w) {
+  const std::int64_t q = m % sh.q, p = (m / sh.q) % sh.p, n = m / (sh.q * sh.p);
+  double acc = 0.0;
+  for (std::int64_t r = 0; r < d.r; ++r) {
+    const std::int64_t h = p * d.stride_h - d.pad_h + r * d.dil_h;
+    if (h < 0 || h >= d.h) continue;
+    for (std::int64_t s = 0; s < d.s; ++s) {
+      const std::int64_t wi = q * d.stride_w - d.pad_w + s * d.dil_w;
+      if (wi < 0 || wi >= d.w) continue;
+      const std::int64_t xb = ((n * d.h + h) * d.w + wi) * d.c, wb = ((k * d.r + r) * d.s + s) * d.c;
+      for (std::int64_t c = 0; c < d.c; ++c) acc += double(x(xb + c)) * double(w(wb + c));
+    }
+  }
+  return acc;
+}
+
 // The math a problem asks for (mma.sync on its operand type).
 constexpr MathOp required_math(const Conv2dDesc& d) {
   return d.type == DType::bf16 ? MathOp::mma_bf16 : MathOp::mma_f16;

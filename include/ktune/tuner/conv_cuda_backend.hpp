@@ -268,18 +268,8 @@ class CudaConvSession : public ConvTuningSession {
 
   // The exact value (double accumulation) of y[pixel m][channel j] from the synthetic inputs.
   double host_value(std::int64_t m, std::int64_t j) const {
-    const std::int64_t q = m % shape_.q, p = (m / shape_.q) % shape_.p, n = m / (shape_.q * shape_.p);
-    double acc = 0;
-    for (std::int64_t r = 0; r < d_.r; ++r) {
-      const std::int64_t hi = p * d_.stride_h - d_.pad_h + r * d_.dil_h;
-      if (hi < 0 || hi >= d_.h) continue;
-      for (std::int64_t s = 0; s < d_.s; ++s) {
-        const std::int64_t wi = q * d_.stride_w - d_.pad_w + s * d_.dil_w;
-        if (wi < 0 || wi >= d_.w) continue;
-        const std::int64_t xb = ((n * d_.h + hi) * d_.w + wi) * d_.c, wb = ((j * d_.r + r) * d_.s + s) * d_.c;
-        for (std::int64_t c = 0; c < d_.c; ++c) acc += double(x_.at(xb + c)) * double(w_.at(wb + c));
-      }
-    }
+    const double acc = conv_sum_exact(d_, shape_, m, j, [this](std::int64_t e) { return x_.at(e); },
+                                      [this](std::int64_t e) { return w_.at(e); });
     const EpilogueSpec& ep = d_.epilogue;
     float v = ep.alpha * static_cast<float>(acc);
     if (has_prior_) v += ep.beta * prior_.at(m * d_.k + j);
