@@ -570,6 +570,66 @@ inline Status time_launches(const LaunchFn& fn, cudaStream_t s, const TimingOpti
   return {};
 }
 
+// Two launch sequences timed in alternation: graph A, graph B, A, B, ... for `rounds` rounds, each
+// replay between its own events. Why: under sustained tensor-core load the GPU runs at its power cap
+// and its clock drifts within one process (H200: cuBLAS bf16 4096^3 moved between 620 and 800 TF/s),
+// so two medians taken one after the other carry that drift; the median of the per-round ratios does
+// not. ratio_b_over_a > 1 means A is faster.
+struct PairedTiming {
+  double a_ms = std::numeric_limits<double>::quiet_NaN(), b_ms = a_ms;  // medians per launch
+  double ratio_b_over_a = a_ms;                                         // median of the per-round ratios
+  int rounds = 0;
+};
+
+inline Status time_paired(const LaunchFn& a, const LaunchFn& b, cudaStream_t s, const TimingOptions& opt, int rounds,
+                          PairedTiming& out) {
+  out = PairedTiming{};
+  double est_a = 0.0, est_b = 0.0;
+  KTUNE_RETURN_IF_ERROR(estimate_launch_ms(a, s, opt.warmup, est_a));
+  KTUNE_RETURN_IF_ERROR(estimate_launch_ms(b, s, opt.warmup, est_b));
+  const auto iters_for = [&](double est) {
+    return opt.iters > 0 ? opt.iters
+                         : static_cast<int>(std::clamp(std::ceil(opt.target_ms_per_repeat / est), 1.0, double(opt.max_iters)));
+  };
+  const int ia = iters_for(est_a), ib = iters_for(est_b);
+  LaunchGraph ga, gb;
+  KTUNE_RETURN_IF_ERROR(ga.capture(a, ia, s, opt.use_graph));
+  KTUNE_RETURN_IF_ERROR(gb.capture(b, ib, s, opt.use_graph));
+  KTUNE_RETURN_IF_ERROR(ga.launch(s));
+  KTUNE_RETURN_IF_ERROR(gb.launch(s));
+  KTUNE_TOOLS_CUDA(cudaStreamSynchronize(s));
+  CudaEvent e0, e1, e2;
+  KTUNE_RETURN_IF_ERROR(e0.create());
+  KTUNE_RETURN_IF_ERROR(e1.create());
+  KTUNE_RETURN_IF_ERROR(e2.create());
+  std::vector<double> ta, tb, ratio;
+  for (int r = 0; r < std::max(1, rounds); ++r) {
+    KTUNE_TOOLS_CUDA(cudaEventRecord(e0.get(), s));
+    KTUNE_RETURN_IF_ERROR(ga.launch(s));
+    KTUNE_TOOLS_CUDA(cudaEventRecord(e1.get(), s));
+    KTUNE_RETURN_IF_ERROR(gb.launch(s));
+    KTUNE_TOOLS_CUDA(cudaEventRecord(e2.get(), s));
+    KTUNE_TOOLS_CUDA(cudaEventSynchronize(e2.get()));
+    float t01 = 0.0f, t12 = 0.0f;
+    KTUNE_TOOLS_CUDA(cudaEventElapsedTime(&t01, e0.get(), e1.get()));
+    KTUNE_TOOLS_CUDA(cudaEventElapsedTime(&t12, e1.get(), e2.get()));
+    ta.push_back(double(t01) / ia);
+    tb.push_back(double(t12) / ib);
+    ratio.push_back(tb.back() / ta.back());
+  }
+  KTUNE_TOOLS_CUDA(cudaGetLastError());
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  out.a_ms = median(ta);
+  out.b_ms = median(tb);
+  out.ratio_b_over_a = median(ratio);
+  out.rounds = static_cast<int>(ratio.size());
+  return {};
+}
+
 inline double tflops(double flops, double ms) { return ms > 0.0 ? flops / (ms * 1e-3) / 1e12 : 0.0; }
 
 }  // namespace ktune::tools

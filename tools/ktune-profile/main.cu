@@ -67,6 +67,9 @@ void usage(std::FILE* out) {
                "  --repeats N            timed repeats; the median is reported (default 9, 5 with --quick)\n"
                "  --quick                a subset of the problems and shorter timing (scripts/gpu-check.sh)\n"
                "  --no-ref-check         do not check cuBLAS against the float64-accumulating reference GEMM\n"
+               "  --no-paired            skip the paired timing: the best GEMM instance and cuBLAS replayed in\n"
+               "                         alternation (--repeats rounds, median of the per-round ratios), which\n"
+               "                         cancels the clock drift of a GPU at its power cap\n"
                "  --csv FILE             write the results table as CSV (column op: gemm or conv2d)\n"
                "  --json FILE            write the results (device, commit, rows, per-problem summary) as JSON\n"
                "  --cache OUT            merge the tuned conv2d picks into the tuning cache OUT (default: the file\n"
@@ -152,7 +155,7 @@ bool parse_int(std::string_view s, int lo, int& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool list = false, quick = false, no_ref_check = false, skip_cached = false, verbose = false;
+  bool list = false, quick = false, no_ref_check = false, no_paired = false, skip_cached = false, verbose = false;
   std::optional<std::string> quality;  // --tune-quality: "" for the built-in sweep
   std::optional<std::string> gemm, conv, op, dtype, layout, epilogue, tune, cache, explain;
   std::string filter, csv, json;
@@ -187,6 +190,8 @@ int main(int argc, char** argv) {
       quick = true;
     } else if (arg == "--no-ref-check" && flag()) {
       no_ref_check = true;
+    } else if (arg == "--no-paired" && flag()) {
+      no_paired = true;
     } else if (arg == "--skip-cached" && flag()) {
       skip_cached = true;
     } else if (arg == "--verbose" && flag()) {
@@ -378,6 +383,7 @@ int main(int argc, char** argv) {
   opt.repeats = repeats > 0 ? repeats : (quick ? 5 : 9);
   opt.target_ms = quick ? 5.0 : 20.0;
   opt.check_reference = !no_ref_check;
+  opt.paired_rounds = no_paired ? 0 : opt.repeats;
   opt.device = device;
   opt.csv_path = csv;
   opt.json_path = json;

@@ -24,6 +24,7 @@ struct RunOptions {
   double target_ms = 20.0;  // time per repeat when iters == 0
   bool quick = false;
   bool check_reference = true;  // verify cuBLAS against a float64-accumulating GEMM too
+  int paired_rounds = 9;        // alternating best-instance/cuBLAS rounds per GEMM problem (0: none)
   int device = -1;          // -1: the current device
   std::string csv_path, json_path;
   std::string cache_path;   // tuning cache of the tuned conv picks (default tuner; empty: KTUNE_CACHE, if set)
@@ -59,6 +60,8 @@ struct ProblemSummary {
   double best_ms = -1.0, best_tflops = 0.0;
   std::string heuristic_instance;  // select_gemm's choice ("" if none)
   double heuristic_tflops = 0.0;   // 0 when the pick was not run (filtered out)
+  double paired_speedup = -1.0;    // cuBLAS / best instance, median of alternating rounds (tools::time_paired)
+  int paired_rounds = 0;
   int candidates = 0, passed = 0, failed = 0;
   int sets = 1;                    // rotating buffer sets
   std::string note;                // e.g. why nothing ran
