@@ -56,6 +56,10 @@ std::vector<EpilogueSpec> epilogues() {
   v.push_back(bias_activation(Activation::gelu_erf));
   v.push_back(EpilogueSpec{});
   EpilogueSpec e;
+  e.alpha = 0.5f;
+  e.bias = true;
+  v.push_back(e);  // alpha + bias, no activation (register epilogue, identity floor)
+  e = EpilogueSpec{};
   e.alpha = 2.0f;
   e.clamp = true;
   e.clamp_lo = -0.5f;
@@ -190,6 +194,68 @@ TEST_CASE("conv stem: residual aliasing y, and y not 16-byte aligned") {
     const Check chk = check_output(y, reference_epilogue(d, c.acc, nullptr, &bias.vals, nullptr));
     INFO(e->name << " with y misaligned: " << chk.summary());
     CHECK(chk.ok(tolerance(d.out_type)));
+  }
+}
+
+// Taps >= S read as zero in the A fragments (not only zero weights: 0 x Inf = NaN would spread a
+// non-finite pixel to an output whose window ends just before it). S = 7 (only taps 6/7 masked) and
+// S = 5 (every k-step masked); the Inf pixel is column 10: tap 7 of output column 3 for the 7x7/2 pad 3
+// stem, taps 5..7 of output column 3 for the 5x5/2 pad 2 one. Every output whose window does not cover
+// it must match the reference of the finite input.
+TEST_CASE("conv stem: a non-finite input pixel reaches only the outputs whose window covers it") {
+  for (const ConvKernelEntry* e : stem_instances()) {
+    const int ch = e->config.channels;
+    for (const Conv2dDesc& base : {P(1, 17, 23, ch, 64, 7, 7, 3, 3, 2, 2), P(1, 15, 21, ch, 64, 5, 5, 2, 2, 2, 2)}) {
+      Conv2dDesc d = base;
+      d.type = d.out_type = e->config.operand();
+      d.epilogue = bias_activation(Activation::relu);
+      ConvCase c(d, 1234);  // acc: the finite input's
+      constexpr std::int64_t h0 = 8, w0 = 10;
+      for (std::int64_t k = 0; k < d.c; ++k) c.x.set((h0 * d.w + w0) * d.c + k, INFINITY);
+      c.x.upload();
+      const ConvShape s = conv_shape(d);
+      Rng rng(1235);
+      Tensor bias = random_tensor(d.out_type, d.k, rng);
+      Tensor y(d.out_type, s.y_elems);
+      Conv2dOperands o;
+      o.x = c.x.data();
+      o.w = c.w.data();
+      o.y = y.data();
+      o.bias = bias.data();
+      ConvOptions opt;
+      opt.instance = e->name.data();
+      REQUIRE(conv2d(d, o, nullptr, opt).ok());
+      KTCONV_CUDA(cudaDeviceSynchronize());
+      const std::vector<double> ref = reference_epilogue(d, c.acc, nullptr, &bias.vals, nullptr);
+      const std::vector<unsigned char> img = y.download();
+      auto covers = [&](std::int64_t p, std::int64_t q) {
+        bool row = false, col = false;
+        for (std::int64_t r = 0; r < d.r; ++r) row |= p * d.stride_h - d.pad_h + r * d.dil_h == h0;
+        for (std::int64_t t = 0; t < d.s; ++t) col |= q * d.stride_w - d.pad_w + t * d.dil_w == w0;
+        return row && col;
+      };
+      std::int64_t bad = 0, covered = 0;
+      std::string first;
+      for (std::int64_t p = 0; p < s.p; ++p)
+        for (std::int64_t q = 0; q < s.q; ++q) {
+          if (covers(p, q)) {
+            ++covered;
+            continue;
+          }
+          for (std::int64_t k = 0; k < d.k; ++k) {
+            const std::size_t i = static_cast<std::size_t>((p * s.q + q) * d.k + k);
+            const double v = decode(d.out_type, img.data() + (y.first() + i) * 2), r = ref[i];
+            if (!(std::fabs(v - r) <= 0.05 * std::max(1.0, std::fabs(r)))) {
+              if (first.empty()) first = "y(" + std::to_string(p) + ", " + std::to_string(q) + ", " + std::to_string(k) +
+                                         ") = " + std::to_string(v) + ", expected " + std::to_string(r);
+              ++bad;
+            }
+          }
+        }
+      INFO(e->name << " " << describe(d) << ": " << covered << " outputs cover the Inf pixel; first mismatch: " << first);
+      CHECK(covered > 0);
+      CHECK(bad == 0);
+    }
   }
 }
 

@@ -29,6 +29,10 @@ inline constexpr int stem_filter_row_bytes = stem_tile_n * stem_tile_k * 2;  // 
 // floats (conflict-free float2 writes and float4 reads).
 inline constexpr int stem_staging_stride = stem_tile_n + 8;
 inline constexpr int stem_staging_bytes_per_warp = 16 * stem_staging_stride * 4;
+// The register epilogue's packed rows (16 pixels x 64 16-bit values) in the same band: 128 B + 16 of
+// padding per row (4-byte writes of 8 rows x 4 lanes hit 32 different banks).
+inline constexpr int stem_packed_pitch = stem_tile_n * 2 + 16;
+static_assert(16 * stem_packed_pitch <= stem_staging_bytes_per_warp, "packed rows fit the staging band");
 inline constexpr int stem_bias_bytes = stem_tile_n * 4;  // the fast epilogue's bias as fp32, once per CTA
 
 // Shared-memory geometry of one problem (bytes unless said otherwise).

@@ -12,10 +12,11 @@
 //      (ldmatrix; the 8 rows of a matrix are 128 contiguous bytes: no bank conflicts); B (the filter,
 //      64 × 32 values per r, swizzled) stays in shared memory for the kernel's lifetime. Taps ≥ S are
 //      masked to zero in the A fragments (so a non-finite pixel beyond the filter is never multiplied);
-//   3. the epilogue, one m16 fragment at a time through a per-warp fp32 staging band: each lane owns a
-//      fixed quad of 4 channels; alpha, bias (fp32 in shared memory), activation and clamp, packed
-//      to f16/bf16, 8-byte stores (two whole 128-byte pixel rows of y per warp instruction); other
-//      epilogues (beta, residual, f32 output, K < 64, unaligned y) through the GEMM's epilogue_store.
+//   3. the epilogue, one m16 fragment at a time: identity or ReLU without clamp (the stems') on the
+//      accumulators in registers (alpha, bias, pack to f16/bf16 pairs, max with 0), the packed rows
+//      through a per-warp staging band, 16-byte stores; other activations and clamp through a per-warp
+//      fp32 staging band (each lane owns a fixed quad of 4 channels, 8-byte stores); other epilogues
+//      (beta, residual, f32 output, K < 64, unaligned y) through the GEMM's epilogue_store.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -46,6 +47,7 @@ struct StemGeometry {
   int rows_bytes;                 // bytes per row buffer
   int raw_offset;                 // C < 4: bytes from the start of shared memory to the raw row buffer
   bool fast_store;                // f16/bf16 y, K = 64, 16-byte aligned y, beta = 0, no residual
+  bool reg_store;                 // fast_store with identity or ReLU and no clamp: the register epilogue
 };
 
 template <class EpiParams>
@@ -230,6 +232,13 @@ struct StemKernel {
     }
   }
 
+  // Taps ≥ S must read as zero (a non-finite pixel one tap beyond the filter must not reach the
+  // output; zero filter weights alone would give 0·Inf = NaN). Lane (g, t) holds columns 2t, 2t+1 (a0,
+  // a1) and 2t+8, 2t+9 (a2, a3) of a k16 step: taps kk·4 + t/2 (half 0) and kk·4 + 2 + t/2 (half 1).
+  // WideFilter (S ≥ 7, the 7×7 stems): only half 1 of k-step 1 (taps 6, 7) can hold a tap ≥ S, so
+  // only its two registers per A fragment are masked (8 ANDs per filter row instead of 32: ptxas
+  // issues a uniform mask as ANDs anyway).
+  template <bool WideFilter>
   __device__ __forceinline__ static void compute(Acc& acc, const char* rows, const char* sf, const StemGeometry& g,
                                                  const int (&a_off)[MI], int lane) {
 #pragma unroll
@@ -238,8 +247,6 @@ struct StemKernel {
       for (int j = 0; j < NI; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
-    // Taps ≥ S read as zero. Lane (g, t) holds columns 2t, 2t+1 (a0, a1) and 2t+8, 2t+9 (a2, a3) of a
-    // k16 step: taps kk·4 + t/2 and kk·4 + 2 + t/2.
     const int t2 = (lane & 3) >> 1;
     std::uint32_t mask[2][2];
 #pragma unroll
@@ -249,37 +256,55 @@ struct StemKernel {
     const int b_base = FilterTile::offset((lane >> 4) * 8 + (lane & 7), ((lane >> 3) & 1) * 8);
     const int r_step = g.dil_h * g.pitch;
 
-    std::uint32_t fa[2][MI][4], fb[2][NI / 2][4];
-    auto load = [&](int buf, int r, int kk) {
-      const char* a = rows + r * r_step + kk * 32;
-      const char* b = sf + r * FilterTile::bytes;
-#pragma unroll
-      for (int i = 0; i < MI; ++i) {
-        ldmatrix_x4<false>(fa[buf][i], a + a_off[i]);
-        fa[buf][i][0] &= mask[kk][0];
-        fa[buf][i][1] &= mask[kk][0];
-        fa[buf][i][2] &= mask[kk][1];
-        fa[buf][i][3] &= mask[kk][1];
+    // Register-lean pipeline (40 fragment registers instead of 64: ptxas had no room left and
+    // shuffled fragments with MOVs): per k-step (r, kk) the B fragments of all 64 channels (16
+    // registers, two buffers: the next step's are requested before this step's first mma) and the A
+    // fragments one m16 block at a time (two buffers of 4: block i + 1 is requested before block i's
+    // 8 mmas). Past the last step the loads repeat the last filter row (harmless, in bounds).
+    std::uint32_t fa[2][4], fb[2][NI / 2][4];
+    auto load_a = [&](int buf, const char* a_row, int kk, int i) {
+      ldmatrix_x4<false>(fa[buf], a_row + a_off[i] + kk * 32);
+      if (!WideFilter) {
+        fa[buf][0] &= mask[kk][0];
+        fa[buf][1] &= mask[kk][0];
       }
-#pragma unroll
-      for (int j = 0; j < NI / 2; ++j) ldmatrix_x4<false>(fb[buf][j], b + ((b_base + j * 16 * FilterTile::row_bytes) ^ (kk * 32)));
+      if (!WideFilter || kk == 1) {
+        fa[buf][2] &= mask[kk][1];
+        fa[buf][3] &= mask[kk][1];
+      }
     };
-    auto mmas = [&](int buf) {
+    auto load_b = [&](int buf, int r, int kk) {
+      const char* b = sf + r * FilterTile::bytes + (b_base ^ (kk * 32));
 #pragma unroll
-      for (int i = 0; i < MI; ++i)
-#pragma unroll
-        for (int j = 0; j < NI; ++j) {
-          const std::uint32_t b2[2] = {fb[buf][j / 2][(j & 1) * 2], fb[buf][j / 2][(j & 1) * 2 + 1]};
-          mma<math>(acc[i][j], fa[buf][i], b2);
-        }
+      for (int j = 0; j < NI / 2; ++j) ldmatrix_x4<false>(fb[buf][j], b + j * 16 * FilterTile::row_bytes);
     };
-    load(0, 0, 0);
+    auto mmas = [&](int abuf, int bbuf, int i) {
+#pragma unroll
+      for (int j = 0; j < NI; ++j) {
+        const std::uint32_t b2[2] = {fb[bbuf][j / 2][(j & 1) * 2], fb[bbuf][j / 2][(j & 1) * 2 + 1]};
+        mma<math>(acc[i][j], fa[abuf], b2);
+      }
+    };
+    load_b(0, 0, 0);
+    load_a(0, rows, 0, 0);
 #pragma unroll 1
     for (int r = 0; r < g.r; ++r) {
-      load(1, r, 1);
-      mmas(0);
-      if (r + 1 < g.r) load(0, r + 1, 0);
-      mmas(1);
+      const char* a_row = rows + r * r_step;
+      const int r_next = min(r + 1, g.r - 1);
+      const char* a_next = rows + r_next * r_step;
+#pragma unroll
+      for (int kk = 0; kk < 2; ++kk) {
+        // B of the next step: (r, 1) after (r, 0), then (r + 1, 0)
+        if (kk == 0) load_b(1, r, 1);
+        else load_b(0, r_next, 0);
+#pragma unroll
+        for (int i = 0; i < MI; ++i) {
+          if (i + 1 < MI) load_a((i + 1) & 1, a_row, kk, i + 1);
+          else if (kk == 0) load_a(0, a_row, 1, 0);
+          else load_a(0, a_next, 0, 0);
+          mmas(i & 1, kk, i);
+        }
+      }
     }
   }
 
@@ -371,8 +396,68 @@ struct StemKernel {
     }
   }
 
+  // Register path (identity or ReLU without clamp, f16/bf16 y, K = 64: the stems' epilogues): per m16
+  // fragment, v = alpha·acc + bias on the accumulators, packed to 16-bit pairs in registers
+  // (cvt.rn.f16x2/bf16x2.f32) and floored with max(v, floor): floor 0 is ReLU (max returns the non-NaN
+  // operand: ReLU(NaN) = 0 as in epilogue::relu), floor NaN is the identity; the packed rows go through
+  // the warp's staging band (16 pixels × 128 B, rows stem_packed_pitch apart: conflict-free 4-byte
+  // writes) and leave as 16-byte pieces, a warp writing 512 contiguous bytes of y per instruction.
+  // ~90 instructions per fragment instead of ~250 through the fp32 band.
+  template <bool BF16>
+  __device__ __forceinline__ static std::uint32_t pack_floor(float a, float b, std::uint32_t floor2) {
+    std::uint32_t v;
+    if constexpr (BF16) {
+      const __nv_bfloat162 h = __hmax2(__floats2bfloat162_rn(a, b), *reinterpret_cast<const __nv_bfloat162*>(&floor2));
+      v = *reinterpret_cast<const std::uint32_t*>(&h);
+    } else {
+      const __half2 h = __hmax2(__floats2half2_rn(a, b), *reinterpret_cast<const __half2*>(&floor2));
+      v = *reinterpret_cast<const std::uint32_t*>(&h);
+    }
+    return v;
+  }
+
+  template <bool BF16>
+  __device__ __forceinline__ static void store_tile_regs(const StemParams<epilogue::Builtin::Params>& p, Acc& acc,
+                                                         char* stage, const float* sbias, std::int64_t pixel0, int valid,
+                                                         int lane) {
+    const int gr = lane >> 2, t = lane & 3;
+    const float alpha = p.g.ep.alpha;
+    constexpr std::uint32_t nan2 = BF16 ? 0x7fc07fc0u : 0x7e007e00u;
+    const std::uint32_t floor2 = p.g.ep.activation == Activation::relu ? 0u : nan2;
+    float2 bias[NI];
+#pragma unroll
+    for (int j = 0; j < NI; ++j) bias[j] = *reinterpret_cast<const float2*>(sbias + j * 8 + 2 * t);
+    char* const st_write = stage + gr * stem_packed_pitch + 4 * t;
+    uint4* const y = static_cast<uint4*>(p.g.d) + pixel0 * (stem_tile_n / 8) + lane;  // 8 pieces per pixel
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+      if (i * 16 >= valid) break;
+      __syncwarp();
+#pragma unroll
+      for (int j = 0; j < NI; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          *reinterpret_cast<std::uint32_t*>(st_write + h * 8 * stem_packed_pitch + j * 16) =
+              pack_floor<BF16>(fmaf(alpha, acc[i][j][2 * h], bias[j].x), fmaf(alpha, acc[i][j][2 * h + 1], bias[j].y), floor2);
+      __syncwarp();
+      const int rows_left = valid - i * 16;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const int piece = lane + 32 * k, row = piece >> 3;  // 8 pieces of 16 bytes per pixel row
+        if (row < rows_left)
+          y[i * 16 * (stem_tile_n / 8) + 32 * k] =
+              *reinterpret_cast<const uint4*>(stage + row * stem_packed_pitch + (piece & 7) * 16);
+      }
+    }
+  }
+
   __device__ __forceinline__ static void store_tile(const StemParams<epilogue::Builtin::Params>& p, Acc& acc, char* stage,
                                                     const float* sbias, std::int64_t pixel0, int valid, int lane) {
+    if (p.geo.reg_store) {
+      if (p.g.d_type == DType::bf16) store_tile_regs<true>(p, acc, stage, sbias, pixel0, valid, lane);
+      else store_tile_regs<false>(p, acc, stage, sbias, pixel0, valid, lane);
+      return;
+    }
     float* st = reinterpret_cast<float*>(stage);
     // The fast path's bias for this lane's channel quad, from the CTA's fp32 copy (zero without bias):
     // per tile, not per kernel: four registers more across the mma loop would spill.
@@ -414,7 +499,8 @@ struct StemKernel {
       const TileCoord tc = tile_coord(g, tile);
       int a_off[MI];
       a_offsets(a_off, g, tc, warp, lane);
-      compute(acc, rows, sf, g, a_off, lane);
+      if (g.s >= 7) compute<true>(acc, rows, sf, g, a_off, lane);
+      else compute<false>(acc, rows, sf, g, a_off, lane);
       const int m_warp = tc.m0 + warp * stem_warp_m;
       const int valid = min(stem_warp_m, g.pq - m_warp);
       if (valid > 0) store_tile(p, acc, stage, sbias, std::int64_t(tc.n) * g.pq + m_warp, valid, lane);
@@ -536,6 +622,8 @@ Status launch_conv_stem(const Conv2dDesc& d, const Conv2dOperands& ops, const Co
   const auto y_addr = reinterpret_cast<std::uintptr_t>(ops.y);
   g.fast_store = (d.out_type == DType::f16 || d.out_type == DType::bf16) && d.k == stem_max_k && y_addr % 16 == 0 &&
                  d.epilogue.beta == 0.0f && !d.epilogue.residual;
+  g.reg_store = g.fast_store && !d.epilogue.clamp &&
+                (d.epilogue.activation == Activation::none || d.epilogue.activation == Activation::relu);
 
   const std::int64_t slots = std::int64_t{dev.sm_count > 0 ? dev.sm_count : 1} * per_sm;
   const unsigned grid = static_cast<unsigned>(tiles < slots ? tiles : slots);
