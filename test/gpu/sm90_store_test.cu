@@ -1,9 +1,14 @@
-// GPU tests: the sm90 kernel's identity store (D = A·B, and bias + ReLU, which leaves through the same
-// store) for every D type and the leading dimensions / pointers that pick its two forms: 16-bit D with
-// 16-byte aligned rows goes through 16-byte vectors of whole 128-byte row segments (N not a multiple of
-// 8: scalar tail), anything else (odd ldd, ldd ≡ 4 mod 8, D offset by one element, fp32 D) through the
-// staged fp32 chunks. Every sm90 'tn' instance, against the float64 reference, D poisoned and its
-// padding checked untouched.
+// GPU tests: the sm90 kernel's stores of D = A·B and of bias + ReLU (the fragment epilogue, which leaves
+// through the same stores) for every D type and the leading dimensions / pointers that pick their forms:
+// 16-bit D with 16-byte aligned rows (pointer and ldd) leaves through the asynchronous TMA store (8-row ×
+// 64-column boxes the TMA clips at D's edges: partial tiles in M and N, N not a multiple of 8); without a
+// tensor map (KTUNE_SM90_SYNC_STORE=1) through 16-byte vectors of whole 128-byte row segments; anything
+// else (odd ldd, ldd ≡ 4 mod 8, D offset by one or four elements, fp32 D) through the staged fp32 chunks.
+// Every sm90 'tn' instance, against the float64 reference, D poisoned and its guard bands and padding
+// checked untouched. Some cases cap the grid (max_ctas) so that each CTA walks several tiles, partial ones
+// among them, and the box buffers are reused across tiles (the TMA-store probe's bug of session 4 was a
+// buffer picked by box position, not by store count: with skipped boxes, a buffer was rewritten while its
+// store could still be reading it).
 #include <doctest/doctest.h>
 
 #include <sstream>
@@ -20,6 +25,7 @@ struct StoreCase {
   const char* what;
   int m, n, k;
   int pad_d = 0, off_d = 0;
+  int max_ctas = 0;  // > 0: a grid of that many CTAs (each walks several tiles)
 };
 
 const std::vector<StoreCase>& store_cases() {
@@ -29,13 +35,17 @@ const std::vector<StoreCase>& store_cases() {
       {"ldd = 4 mod 8 (staged store)", 65, 260, 64},
       {"D offset by one element (staged store)", 70, 136, 128, 8, 1},
       {"several tiles, partial boxes, padded ldd (16-byte store)", 300, 328, 192, 8},
+      {"partial tiles in M and N walked by 2 CTAs (the probe's failing case)", 264, 392, 200, 0, 0, 2},
+      {"one k-tile, N % 8 = 5, 3 CTAs over 20+ tiles (box buffers reused across tiles)", 517, 1021, 64, 3, 0, 3},
+      {"D 8-byte but not 16-byte aligned (offset 4: staged store)", 131, 200, 64, 8, 4},
+      {"M < 8 rows, N < 64 (a box mostly outside D)", 5, 24, 64, 0, 0, 1},
   };
   return c;
 }
 
 }  // namespace
 
-TEST_CASE("sm90 identity store: 16-byte row segments where D allows, the staged store elsewhere") {
+TEST_CASE("sm90 identity store: the TMA store or 16-byte row segments where D allows, the staged store elsewhere") {
   DeviceInfo dev;
   backend::device_info(dev);
   std::vector<const GemmKernelEntry*> sm90;
@@ -64,11 +74,13 @@ TEST_CASE("sm90 identity store: 16-byte row segments where D allows, the staged 
             oc.ldd_pad = sc.pad_d;
             oc.d_offset = sc.off_d;
             if (bias_relu) oc.epilogue = bias_activation(Activation::relu);
-            const RunResult r = run_checked(A, B, acc, e->config.math, oc, e->name.data(), rng);
+            GemmLaunchOptions launch;
+            launch.max_ctas = sc.max_ctas;
+            const RunResult r = run_checked(A, B, acc, e->config.math, oc, e->name.data(), rng, nullptr, launch);
             ++runs;
             const double tol = tolerance(e->config.math, out);
             std::ostringstream what;
-            what << e->name << " " << sc.what << " D " << to_string(out) << (bias_relu ? " bias+relu" : "") << " ["
+            what << e->name << " " << sc.what << (sc.max_ctas > 0 ? " max_ctas " + std::to_string(sc.max_ctas) : std::string()) << " D " << to_string(out) << (bias_relu ? " bias+relu" : "") << " ["
                  << describe(r.desc) << "]";
             CHECK_MESSAGE(r.status.ok(), what.str() << ": " << r.status.to_string());
             if (r.status.ok()) CHECK_MESSAGE(r.check.ok(tol), what.str() << ": " << r.check.summary());

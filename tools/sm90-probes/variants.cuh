@@ -2,7 +2,8 @@
 // library's default table): the Hopper kernel with schedule options that kernel/sm90/kernel.cuh reads
 // from the instance type (schedule_of / uses_tf32_tensor_map), registered under their own names.
 //   _pp_      ping-pong consumers: two consumer warpgroups take turns on whole tiles
-//   _tmast_   identity epilogue through TMA stores of 16-row x 128-byte boxes
+//   _tmast_   4 KB of epilogue staging per consumer warp (4 buffers for the asynchronous TMA store of
+//             16-bit D instead of the default 2)
 //   _f32map_  tf32 operands through a FLOAT32 tensor map (truncated by the tensor core) instead of the
 //             default TFLOAT32 one (rounded by the TMA)
 #pragma once

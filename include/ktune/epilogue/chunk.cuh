@@ -1,7 +1,12 @@
 // ktune/epilogue/chunk.cuh — device helpers for epilogues that work on many values at once (the sm90
 // kernel's built-in epilogue store, kernel/sm90/epilogue.cuh): the activation chosen once for a whole
-// array of values, and 4-element operand vectors.
+// array of values, 4-element operand vectors, and packed 16-bit pairs.
 #pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <type_traits>
+
 #include "ktune/epilogue/builtin.cuh"
 
 namespace ktune::epilogue {
@@ -60,6 +65,16 @@ __device__ __forceinline__ void store_vec4(T* dst, const float (&x)[4], int n, b
   } else {
     for (int i = 0; i < n; ++i) dst[i] = from_float<T>(x[i]);
   }
+}
+
+// Two floats as one packed pair of a 16-bit type T (__half2 / __nv_bfloat162, rounded to nearest): the
+// 16-bit stores of the sm90 kernel write D's rows from these pairs (lane (g, t) of a wgmma fragment holds
+// columns 2t, 2t + 1 of its rows).
+template <class T>
+__device__ __forceinline__ auto pack2(float x, float y) {
+  static_assert(sizeof(T) == 2, "a 16-bit type");
+  if constexpr (std::is_same_v<T, __half>) return __floats2half2_rn(x, y);
+  else return __floats2bfloat162_rn(x, y);
 }
 
 }  // namespace ktune::epilogue

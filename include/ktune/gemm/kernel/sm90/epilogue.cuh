@@ -12,7 +12,9 @@
 //   other epilogues      Epi::apply per 4-value vector (user functors);
 //   identity, 16-bit D   with 16-byte aligned rows: packed to D's type into the staging buffer, 16 rows
 //                        × 128 bytes at a time, 16-byte vector stores (store_identity_wide);
-//   TMA store            identity only, with Sm90Schedule::tma_store (probes).
+//   async, 16-bit D      identity or fragment epilogue, D's tensor map given (16-byte aligned rows):
+//                        packed into 8-row × 128-byte boxes that the TMA stores while the warp goes on
+//                        (store_tile_async; the kernel's default for those).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -29,8 +31,6 @@
 #include "ktune/gemm/resource_model.hpp"
 
 namespace ktune::kernel::sm90 {
-
-inline constexpr int sm90_tma_store_box_rows = 16, sm90_tma_store_box_bytes = 16 * 128;  // 16 rows × 128 bytes
 
 // The built-in epilogue's parameters say D = A·B: the store can skip the epilogue.
 template <class Epi>
@@ -316,11 +316,7 @@ __device__ __forceinline__ void store_identity_wide(const GemmParams<EpiParams>&
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   char* buf = reinterpret_cast<char*>(stage);
   TOut* D = static_cast<TOut*>(p.d);
-  auto pack = [](float x, float y) {
-    if constexpr (std::is_same_v<TOut, __half>) return __floats2half2_rn(x, y);
-    else return __floats2bfloat162_rn(x, y);
-  };
-  using Pair = decltype(pack(0.0f, 0.0f));
+  using Pair = decltype(epilogue::pack2<TOut>(0.0f, 0.0f));
 #pragma unroll
   for (int mi = 0; mi < ML::MI; ++mi)
 #pragma unroll
@@ -331,8 +327,8 @@ __device__ __forceinline__ void store_identity_wide(const GemmParams<EpiParams>&
 #pragma unroll
       for (int j = 0; j < box_cols / 8; ++j) {  // lane (g, t): columns 8j + 2t, +1 of rows g and g + 8
         const int jj = (box_cols / 8) * b + j, at = ((j ^ g) << 4) + 4 * t;  // rows g, g + 8: same swizzle
-        *reinterpret_cast<Pair*>(buf + g * row_bytes + at) = pack(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
-        *reinterpret_cast<Pair*>(buf + (g + 8) * row_bytes + at) = pack(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
+        *reinterpret_cast<Pair*>(buf + g * row_bytes + at) = epilogue::pack2<TOut>(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
+        *reinterpret_cast<Pair*>(buf + (g + 8) * row_bytes + at) = epilogue::pack2<TOut>(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
       }
       __syncwarp();
 #pragma unroll
@@ -373,49 +369,78 @@ __device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params
   }
 }
 
+// ---- Asynchronous store of 16-bit D through the TMA ---------------------------------------------------
+// With one k-tile per tile (K = 64: 8192×8192×64, conv 1×1 layers) the kernel is a pure store, and a
+// consumer that issues its own global stores waits for them (the LSU queue backs up) instead of starting
+// the next tile's wgmma. Here each warp packs its values (identity, or after the fragment epilogue) into
+// 8-row × 128-byte boxes (one 1 KB swizzle atom: 64 columns of 8 rows) in its staging region and lane 0
+// hands each box to the TMA engine (`cp.async.bulk.tensor` shared → global, one bulk group per box): the
+// warp goes on to its next box or tile at once and waits only before it rewrites a box buffer, for the
+// store issued from it `Boxes` boxes earlier to have read it (`wait_group.read Boxes-1`; the count runs
+// on across tiles). The TMA clips boxes at D's edges (the tensor map has D's M × N), so partial tiles in M
+// and N need nothing special; boxes wholly outside D are skipped. The caller waits for every read before
+// the CTA exits (its shared memory must outlive them).
+// Layout: the TMA's 128-byte swizzle, 16-byte unit u of box row r at u ^ r (the packed-pair writes of a
+// warp instruction hit 32 different banks).
+inline constexpr int sm90_store_box_rows = 8, sm90_store_box_bytes = 1024, sm90_store_box_cols_bytes = 128;
+
+// Box buffers in a warp staging region of `region_bytes` that starts on a 512-byte boundary: the 1 KB
+// atoms inside it that are 1024-byte aligned (a 2560-byte region holds 2 wherever it starts).
+constexpr int sm90_store_boxes(int region_bytes) {
+  return region_bytes % sm90_store_box_bytes == 0 ? region_bytes / sm90_store_box_bytes
+                                                  : (region_bytes - 512) / sm90_store_box_bytes;
+}
+// The warp tile can leave through 64-column boxes (16-bit D; ML::WN a multiple of 64).
+template <class ML>
+inline constexpr bool sm90_async_store_fits = ML::WN % 64 == 0;
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// Identity epilogue through TMA stores: per m64 block and 128 bytes of a row (64 16-bit or 32 fp32
-// columns), the warp writes its 16 rows as packed pairs (float2 / __half2 / __nv_bfloat162) into one
-// of its two 2 KB buffers in the TMA's 128-byte swizzle (16-byte chunk c of row r at c ^ (r % 8):
-// conflict-free), then lane 0 stores the 16-row box. A buffer is rewritten only once the store issued
-// from it two boxes earlier has read it (bulk wait_group.read 1), also across tiles; the caller waits
-// for all of them before the CTA exits.
-template <class ML, class TOut>
-__device__ __forceinline__ void store_accumulators_tma(const CUtensorMap* map, typename ML::Accumulators& acc,
-                                                       char* buffers, int row0, int col0, int m, int n) {
+// The first 1024-byte aligned box buffer of a warp's staging region.
+__device__ __forceinline__ char* store_box_buffers(float* region) {
+  const std::uint32_t a = static_cast<std::uint32_t>(__cvta_generic_to_shared(region));
+  return reinterpret_cast<char*>(region) + ((1024u - (a & 1023u)) & 1023u);
+}
+
+// One consumer warp's part of a tile (16-row bands at row0 + 64·mi, WN columns from col0) through the
+// TMA; `issued` counts the boxes this warp has stored so far (warp-uniform; starts at 0 per kernel).
+template <class ML, class TOut, int Boxes>
+__device__ __forceinline__ void store_tile_async(const CUtensorMap* map, typename ML::Accumulators& acc, char* boxes,
+                                                 int row0, int col0, int m, int n, int& issued) {
+  static_assert(sizeof(TOut) == 2 && sm90_async_store_fits<ML> && Boxes >= 2, "16-bit D, 64-column boxes, 2+ buffers");
+  constexpr int box_cols = 64;
+  using Pair = decltype(epilogue::pack2<TOut>(0.0f, 0.0f));
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  constexpr int box_cols = 128 / int(sizeof(TOut)), boxes = ML::WN / box_cols, blocks = box_cols / 8;
-  auto pack = [](float x, float y) {
-    if constexpr (std::is_same_v<TOut, float>) return make_float2(x, y);
-    else if constexpr (std::is_same_v<TOut, __half>) return __floats2half2_rn(x, y);
-    else return __floats2bfloat162_rn(x, y);
-  };
 #pragma unroll
   for (int mi = 0; mi < ML::MI; ++mi)
 #pragma unroll
-    for (int b = 0; b < boxes; ++b) {
-      const int rb = row0 + 64 * mi, cb = col0 + box_cols * b;
-      if (rb >= m || cb >= n) continue;  // warp-uniform: the box lies outside D
-      char* buf = buffers + ((mi * boxes + b) & 1) * sm90_tma_store_box_bytes;
-      if (lane == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<1>{});
-      __syncwarp();
+    for (int b = 0; b < ML::WN / box_cols; ++b)
 #pragma unroll
-      for (int j = 0; j < blocks; ++j) {
-        const int jj = blocks * b + j;  // accumulator column block (8 columns)
-        const int byte = (8 * j + 2 * t) * int(sizeof(TOut));
-        const int at = (((byte >> 4) ^ g) << 4) + (byte & 15);  // rows g and g + 8 have the same swizzle phase
-        auto lo = pack(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
-        auto hi = pack(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
-        *reinterpret_cast<decltype(lo)*>(buf + g * 128 + at) = lo;
-        *reinterpret_cast<decltype(hi)*>(buf + (g + 8) * 128 + at) = hi;
+      for (int h = 0; h < 2; ++h) {  // rows g (h = 0: accumulators 4j, 4j + 1) and g + 8 (4j + 2, 4j + 3)
+        const int rb = row0 + 64 * mi + sm90_store_box_rows * h, cb = col0 + box_cols * b;
+        if (rb >= m || cb >= n) continue;  // warp-uniform: the box lies outside D
+        char* buf = boxes + (issued % Boxes) * sm90_store_box_bytes;
+        if (lane == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<Boxes - 1>{});
+        __syncwarp();  // the store issued from this buffer Boxes boxes ago has read it
+#pragma unroll
+        for (int j = 0; j < box_cols / 8; ++j) {
+          const int jj = (box_cols / 8) * b + j;
+          *reinterpret_cast<Pair*>(buf + g * sm90_store_box_cols_bytes + ((j ^ g) << 4) + 4 * t) =
+              epilogue::pack2<TOut>(acc[mi][4 * jj + 2 * h], acc[mi][4 * jj + 2 * h + 1]);
+        }
+        cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy writes → the TMA (async proxy)
+        __syncwarp();
+        if (lane == 0) {
+          tma_store_2d(map, cb, rb, buf);
+          cuda::ptx::cp_async_bulk_commit_group();
+        }
+        ++issued;
       }
-      cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy writes → the TMA (async proxy)
-      __syncwarp();
-      if (lane == 0) {
-        tma_store_2d(map, cb, rb, buf);
-        cuda::ptx::cp_async_bulk_commit_group();
-      }
-    }
+}
+
+// Every box store of this warp has read its buffer (lane 0 issued them all).
+__device__ __forceinline__ void store_async_drain() {
+  if ((threadIdx.x & 31) == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
+  __syncwarp();
 }
 #endif
 

@@ -40,9 +40,9 @@ namespace ktune::kernel::sm90 {
 //   pingpong (GemmConfig::schedule = WgSchedule::pingpong, or CfgT::pingpong for probes; one warpgroup
 //     tile per block tile): two consumer warpgroups take turns on whole tiles, so one's epilogue runs
 //     under the other's mainloop; cooperative: the config's consumer warpgroups split every tile.
-//   tma_store (CfgT::tma_store): D = A·B (identity epilogue, 16-byte aligned rows of D) leaves through
-//     TMA stores of 16-row × 128-byte boxes from two 2 KB swizzled buffers per consumer warp (other
-//     epilogues keep the staged stores).
+//   tma_store (CfgT::tma_store, probes): 4 KB of staging per consumer warp instead of 2.5 KB, i.e. 4
+//     buffers for the asynchronous TMA store instead of 2 (epilogue.cuh: store_tile_async, which every
+//     instance uses for 16-bit D with 16-byte aligned rows and the identity or fragment epilogue).
 // Each consumer warp has its own epilogue staging either way.
 struct Sm90Schedule {
   bool pingpong = false;
@@ -70,7 +70,7 @@ constexpr int sm90_consumer_warpgroups(const GemmConfig& c, Sm90Schedule s) {
 }
 constexpr int sm90_kernel_staging_bytes(const GemmConfig& c, Sm90Schedule s) {
   const int per_warp = sm90_staging_bytes(c) / (4 * c.consumer_warpgroups());
-  const int tma = 2 * sm90_tma_store_box_bytes;
+  const int tma = 4 * sm90_store_box_bytes;
   return 4 * sm90_consumer_warpgroups(c, s) * (s.tma_store && tma > per_warp ? tma : per_warp);
 }
 // The bias buffers (resource_model.hpp: sm90_bias_buffer_bytes) for this schedule's consumer
@@ -124,8 +124,8 @@ __device__ __forceinline__ void consumer_order_signal(int other_consumer) {
 // in all, completing on `bar`.
 // Sch (Sm90Schedule): ping-pong consumers (C has one consumer warpgroup tile, warp = tile) take turns on
 // whole tiles (even and odd tiles of this CTA's walk) instead of splitting each tile (cooperative);
-// tma_d (only with Sch.tma_store): D's tensor map (16-row × 128-byte boxes, 128-byte swizzle) for
-// identity epilogues.
+// tma_d: D's tensor map (8-row × 64-column boxes, 128-byte swizzle; 16-bit D) for the asynchronous store
+// (nullptr: every tile leaves through the consumers' own stores).
 template <GemmConfig C, class Epi, class Producer, Sm90Schedule Sch = Sm90Schedule{}>
 __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, const GemmParams<typename Epi::Params>& p,
                                                       const int k_tiles, const CUtensorMap* tma_d = nullptr,
@@ -192,13 +192,19 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     float* stage_warp = staging + ((threadIdx.x - 128) >> 5) * (warp_staging_bytes / 4);
     const auto d0 = ML::descriptors(static_cast<std::uint32_t>(__cvta_generic_to_shared(ring)), sub);
     const bool identity = is_identity<Epi>(p.ep);
-    const bool tma_store = Sch.tma_store && tma_d != nullptr && identity;
     // The built-in epilogue on the accumulators in registers, then the identity store (epilogue.cuh).
     bool fragments = false;
     constexpr bool bias_buffers = sm90_kernel_bias_bytes(C, Sch) > 0;
     if constexpr (std::is_same_v<Epi, epilogue::Builtin>)
       fragments = fragments_allowed && !identity && fragment_epilogue(p.ep, p.d_vec4) && (bias_buffers || p.ep.bias == nullptr);
     const bool bias_ahead = fragments && p.ep.bias != nullptr;
+    // 16-bit D leaves through the asynchronous TMA store (epilogue.cuh) when the launcher made D's tensor
+    // map and the accumulators hold D's values (identity or fragment epilogue); `issued` counts its boxes.
+    constexpr int store_boxes = sm90_store_boxes(warp_staging_bytes);
+    constexpr bool async_capable = std::is_same_v<Epi, epilogue::Builtin> && sm90_async_store_fits<ML> && store_boxes >= 2;
+    static_assert(!async_capable || warp_staging_bytes % 512 == 0, "warp staging regions start on 512-byte boundaries");
+    const bool async_store = async_capable && tma_d != nullptr && (identity || fragments) && size_of(p.d_type) == 2;
+    int issued = 0;
     // This consumer's two bias buffers (bias_prefetch/bias_wait: its 128 threads share the copies and
     // meet at named barrier 3 + cw; 1 and 2 order ping-pong consumers), and the tiles it computes.
     // (Recomputed where used, not held: the consumers have no registers to spare.)
@@ -246,22 +252,19 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
 #pragma unroll
       for (int mi = 0; mi < ML::MI; ++mi) fence_registers(acc[mi]);
 
-      if constexpr (Sch.tma_store) {
-        if (tma_store) {
-          char* buffers = reinterpret_cast<char*>(stage_warp);
-          switch (p.d_type) {
-            case DType::f32: store_accumulators_tma<ML, float>(tma_d, acc, buffers, row0, col0, p.m, p.n); break;
-            case DType::f16: store_accumulators_tma<ML, __half>(tma_d, acc, buffers, row0, col0, p.m, p.n); break;
-            case DType::bf16: store_accumulators_tma<ML, __nv_bfloat16>(tma_d, acc, buffers, row0, col0, p.m, p.n); break;
-          }
-          continue;
-        }
-      }
       if constexpr (std::is_same_v<Epi, epilogue::Builtin>) {
         if (fragments) apply_fragments<ML>(p, acc, bias_buffer(buffer), cw);
         // The next tile's bias into the other buffer: every warp of this warpgroup has passed this
         // tile's barrier, so all are done with that buffer (the tile before).
         if (next_col0 >= 0) prefetch_bias(next_col0, buffer ^ 1);
+      }
+      if constexpr (async_capable) {
+        if (async_store) {
+          char* boxes = store_box_buffers(stage_warp);
+          if (p.d_type == DType::f16) store_tile_async<ML, __half, store_boxes>(tma_d, acc, boxes, row0, col0, p.m, p.n, issued);
+          else store_tile_async<ML, __nv_bfloat16, store_boxes>(tma_d, acc, boxes, row0, col0, p.m, p.n, issued);
+          continue;
+        }
       }
       const bool plain = identity || fragments;  // the accumulators hold D's values
       switch (p.d_type) {
@@ -271,8 +274,8 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       }
     }
     // TMA stores read this warp's buffers asynchronously: the block's shared memory must outlive them.
-    if constexpr (Sch.tma_store)
-      if (tma_store && lane == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
+    if constexpr (async_capable)
+      if (async_store) store_async_drain();
   }
   // A CTA may exit only when its peer no longer multicasts into it or arrives on its barriers.
   if (cluster > 1) {
@@ -293,7 +296,7 @@ __global__ void __launch_bounds__(sm90_kernel_threads<CfgT>, 1)
   constexpr Sm90Schedule sch = schedule_of<CfgT>();
   warp_specialized_gemm<C, Epi, GemmTmaProducer<C>, sch>(GemmTmaProducer<C>{&tma_a, &tma_b}, p,
                                                          (p.k + C.tile.k - 1) / C.tile.k,
-                                                         sch.tma_store && d_by_tma ? &tma_d : nullptr, !staged_epilogue);
+                                                         d_by_tma ? &tma_d : nullptr, !staged_epilogue);
 #else
   __trap();  // built for a target without wgmma: the launcher never runs this image
 #endif
@@ -395,16 +398,18 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
     KTUNE_RETURN_IF_ERROR(make_tensor_map(tb, t, ops.b, d.n, d.k, d.ldb, ML::mn_box_inner, ML::b_box_outer(mc)));
 
   const GemmParams<typename Epi::Params> p = make_gemm_params(d, ops, opt, ep);
-  // TMA-store epilogue (schedule option): D = A·B into a D with 16-byte aligned rows.
+  // The asynchronous TMA store (epilogue.cuh: store_tile_async) for 16-bit D with 16-byte aligned rows
+  // and an epilogue that may end in the identity store (the kernel decides per launch whether it does:
+  // fragment_epilogue). A/B switch: KTUNE_SM90_SYNC_STORE=1 (read once) keeps the consumers' own stores.
+  static const bool sync_store = std::getenv("KTUNE_SM90_SYNC_STORE") != nullptr;
   CUtensorMap td{};
   bool d_by_tma = false;
-  if constexpr (schedule_of<CfgT>().tma_store && std::is_same_v<Epi, epilogue::Builtin>) {
+  if constexpr (sm90_async_store_fits<ML> && std::is_same_v<Epi, epilogue::Builtin>) {
     const EpilogueSpec& e = d.epilogue;
-    const bool identity = e.alpha == 1.0f && e.beta == 0.0f && !e.bias && !e.residual &&
-                          e.activation == Activation::none && !e.clamp;
-    const int es = size_of(d.d_type);
-    if (identity && reinterpret_cast<std::uintptr_t>(ops.d) % 16 == 0 && (d.ldd * es) % 16 == 0)
-      d_by_tma = make_tensor_map(td, d.d_type, ops.d, d.n, d.m, d.ldd, 128 / es, sm90_tma_store_box_rows).ok();
+    const bool plain = e.beta == 0.0f && !e.residual && (e.activation == Activation::none || e.activation == Activation::relu);
+    if (plain && !sync_store && size_of(d.d_type) == 2 && reinterpret_cast<std::uintptr_t>(ops.d) % 16 == 0 &&
+        (d.ldd * 2) % 16 == 0)
+      d_by_tma = make_tensor_map(td, d.d_type, ops.d, d.n, d.m, d.ldd, sm90_store_box_cols_bytes / 2, sm90_store_box_rows).ok();
   }
 
   // A/B switch for measurements: KTUNE_SM90_STAGED_EPILOGUE=1 runs every built-in epilogue through the
