@@ -35,6 +35,18 @@ inline constexpr int stem_packed_pitch = stem_tile_n * 2 + 16;
 static_assert(16 * stem_packed_pitch <= stem_staging_bytes_per_warp, "packed rows fit the staging band");
 inline constexpr int stem_bias_bytes = stem_tile_n * 4;  // the fast epilogue's bias as fp32, once per CTA
 
+// n / d for 0 <= n < 2^31 and a divisor fixed per launch, as a multiply-high, an add and a shift
+// (Granlund-Montgomery; the stem kernel divides pixel and tile indices by Q and the tiles per image
+// several times per tile: ~20 SASS each as a plain division).
+struct StemDivisor {
+  unsigned d = 1, mul = 1, shift = 0;
+  constexpr StemDivisor() = default;
+  constexpr explicit StemDivisor(unsigned divisor) : d(divisor > 0 ? divisor : 1) {
+    while ((std::uint64_t{1} << shift) < d) ++shift;
+    mul = static_cast<unsigned>(((std::uint64_t{1} << 32) * ((std::uint64_t{1} << shift) - d)) / d + 1);
+  }
+};
+
 // Shared-memory geometry of one problem (bytes unless said otherwise).
 struct StemLayout {
   int rows_cap = 0;    // input rows a tile can need

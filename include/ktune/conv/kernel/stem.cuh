@@ -42,6 +42,7 @@ struct StemGeometry {
   int pq, q;                      // output pixels per image, output width
   int pad_h, pad_w, stride_h, dil_h;
   int tiles_per_image, tiles;     // BM-pixel tiles
+  StemDivisor div_q, div_tiles;   // by q and by tiles_per_image
   int rows_cap, row_pixels, pitch;  // conv/stem.hpp StemLayout
   int rows_offset;                // bytes from the start of shared memory to the first row buffer
   int rows_bytes;                 // bytes per row buffer
@@ -125,37 +126,52 @@ struct StemKernel {
     }
   }
 
+  __device__ __forceinline__ static int divide(int n, const StemDivisor& d) {
+    return static_cast<int>((__umulhi(static_cast<unsigned>(n), d.mul) + static_cast<unsigned>(n)) >> d.shift);
+  }
+
   struct TileCoord {
     int n, m0, p_first, rows;  // image, first pixel in the image, first output row, input rows needed
   };
   __device__ __forceinline__ static TileCoord tile_coord(const StemGeometry& g, int t) {
     TileCoord c;
-    c.n = t / g.tiles_per_image;
+    c.n = divide(t, g.div_tiles);
     c.m0 = (t - c.n * g.tiles_per_image) * BM;
-    c.p_first = c.m0 / g.q;
-    const int p_last = (min(c.m0 + BM, g.pq) - 1) / g.q;
+    c.p_first = divide(c.m0, g.div_q);
+    const int p_last = divide(min(c.m0 + BM, g.pq) - 1, g.div_q);
     c.rows = (p_last - c.p_first) * g.stride_h + (g.r - 1) * g.dil_h + 1;
     return c;
   }
 
   // C = 4: the input rows of tile t into the row buffer at `rows`, asynchronously: pixel j of row i
-  // is input pixel (h_first + i, j − pad_w), zero-filled outside the image (8-byte cp.async).
+  // is input pixel (h_first + i, j − pad_w), zero outside the image. Each thread keeps its pixel
+  // columns (≤ 2 for 224-wide images) and walks the rows: rows [i_lo, i_hi) of an image column are
+  // 8-byte cp.async (no predicate, a pointer and an offset increment each), the padding plain zero
+  // stores (visible with the copies after the same wait and barrier).
   __device__ __forceinline__ static void load_rows(char* rows, const T* x, const StemGeometry& g, int t) {
     static_assert(C == 4, "C < 4 copies raw rows and expands them (issue_raw, expand_raw)");
     const TileCoord tc = tile_coord(g, t);
     const int h_first = tc.p_first * g.stride_h - g.pad_h;
-    const T* image = x + std::int64_t(tc.n) * g.h * g.w * C;
-    // Each thread keeps its pixel columns (≤ 2 for 224-wide images) and walks the rows: per copy an
-    // add and a compare.
+    const int i_lo = min(max(0, -h_first), tc.rows), i_hi = max(min(tc.rows, g.h - h_first), i_lo);
+    const std::int64_t row_elems = std::int64_t(g.w) * 4;
+    // image row h_first + i_lo (only when a row of the tile is inside the image)
+    const T* first_row = x + (i_lo < i_hi ? (std::int64_t(tc.n) * g.h + h_first + i_lo) * row_elems : 0);
     for (int j = threadIdx.x; j < g.row_pixels; j += threads) {
       const int wi = j - g.pad_w;
-      const bool w_in = unsigned(wi) < unsigned(g.w);
-      const T* src = image + (w_in ? wi : 0) * 4 + std::int64_t(h_first) * g.w * 4;
       char* dst = rows + j * stem_pixel_bytes;
-      for (int i = 0; i < tc.rows; ++i) {
-        const bool in = w_in && unsigned(h_first + i) < unsigned(g.h);
-        __pipeline_memcpy_async(dst + i * g.pitch, in ? src + i * g.w * 4 : x, 8, in ? 0 : 8);
+      int i = 0;
+      if (unsigned(wi) < unsigned(g.w)) {
+        for (; i < i_lo; ++i) *reinterpret_cast<uint2*>(dst + i * g.pitch) = make_uint2(0, 0);
+        const T* src = first_row + wi * 4;
+        char* d = dst + i_lo * g.pitch;
+#pragma unroll 4
+        for (; i < i_hi; ++i) {
+          __pipeline_memcpy_async(d, src, 8);
+          d += g.pitch;
+          src += row_elems;
+        }
       }
+      for (; i < tc.rows; ++i) *reinterpret_cast<uint2*>(dst + i * g.pitch) = make_uint2(0, 0);
     }
   }
 
@@ -195,27 +211,36 @@ struct StemKernel {
     }
   }
 
-  // The arrived raw rows of tile t as 8-byte pixels (channels ≥ C and the halo zero) in `rows`.
+  // The arrived raw rows of tile t as 8-byte pixels (channels ≥ C and the halo zero) in `rows`. Like
+  // load_rows: per pixel column, the rows inside the image [i_lo, i_hi) with a pointer increment
+  // each, the padding rows zero.
   __device__ __forceinline__ static void expand_raw(char* rows, const char* raw, const T* x, const StemGeometry& g, int t) {
     const TileCoord tc = tile_coord(g, t);
     const RawRange r = raw_range(x, g, tc);
     const int h_first = tc.p_first * g.stride_h - g.pad_h;
-    const char* base = raw + 16 - static_cast<int>(r.aligned - r.b0);  // image row h_lo, pixel 0
+    const int i_lo = min(max(0, -h_first), tc.rows), i_hi = max(min(tc.rows, g.h - h_first), i_lo);
+    const int row_bytes = g.w * (C * 2);
+    const char* base = raw + 16 - static_cast<int>(r.aligned - r.b0);  // image row h_lo = h_first + i_lo, pixel 0
     for (int j = threadIdx.x; j < g.row_pixels; j += threads) {
       const int wi = j - g.pad_w;
-      const bool w_in = unsigned(wi) < unsigned(g.w);
-      const char* src = base + (w_in ? wi : 0) * (C * 2) + (h_first - r.h_lo) * g.w * (C * 2);
       char* dst = rows + j * stem_pixel_bytes;
-      for (int i = 0; i < tc.rows; ++i) {
-        std::uint32_t lo = 0, hi = 0;
-        if (w_in && unsigned(h_first + i) < unsigned(g.h)) {
-          const auto* s = reinterpret_cast<const unsigned short*>(src + i * g.w * (C * 2));
-          lo = s[0];
+      int i = 0;
+      if (unsigned(wi) < unsigned(g.w)) {
+        for (; i < i_lo; ++i) *reinterpret_cast<uint2*>(dst + i * g.pitch) = make_uint2(0, 0);
+        const char* src = base + wi * (C * 2);
+        char* d = dst + i_lo * g.pitch;
+#pragma unroll 4
+        for (; i < i_hi; ++i) {
+          const auto* s = reinterpret_cast<const unsigned short*>(src);
+          std::uint32_t lo = s[0], hi = 0;
           if constexpr (C > 1) lo |= std::uint32_t(s[1]) << 16;
           if constexpr (C > 2) hi = s[2];
+          *reinterpret_cast<uint2*>(d) = make_uint2(lo, hi);
+          src += row_bytes;
+          d += g.pitch;
         }
-        *reinterpret_cast<uint2*>(dst + i * g.pitch) = make_uint2(lo, hi);
       }
+      for (; i < tc.rows; ++i) *reinterpret_cast<uint2*>(dst + i * g.pitch) = make_uint2(0, 0);
     }
   }
 
@@ -227,7 +252,7 @@ struct StemKernel {
     for (int i = 0; i < MI; ++i) {
       int m = tc.m0 + warp * stem_warp_m + i * 16 + (lane & 15);
       if (m >= g.pq) m = tc.m0;  // past the image: any row that exists; its result is never stored
-      const int p = m / g.q, q = m - p * g.q;
+      const int p = divide(m, g.div_q), q = m - p * g.q;
       off[i] = (p - tc.p_first) * g.stride_h * g.pitch + q * 2 * stem_pixel_bytes + (lane >> 4) * 16;
     }
   }
@@ -612,6 +637,8 @@ Status launch_conv_stem(const Conv2dDesc& d, const Conv2dOperands& ops, const Co
   const std::int64_t tiles = tiles_per_image * d.n;
   if (tiles > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
   g.tiles_per_image = static_cast<int>(tiles_per_image);
+  g.div_q = StemDivisor(static_cast<unsigned>(g.q));
+  g.div_tiles = StemDivisor(static_cast<unsigned>(g.tiles_per_image));
   g.tiles = static_cast<int>(tiles);
   g.rows_cap = l.rows_cap;
   g.row_pixels = l.row_pixels;
