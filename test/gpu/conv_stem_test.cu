@@ -58,7 +58,8 @@ std::vector<EpilogueSpec> epilogues() {
   EpilogueSpec e;
   e.alpha = 0.5f;
   e.bias = true;
-  v.push_back(e);  // alpha + bias, no activation (register epilogue, identity floor)
+  v.push_back(e);  // alpha + bias, no activation (fp32 staging: alpha != 1)
+  v.push_back(bias_activation(Activation::none));  // bias, no activation (register epilogue, identity floor)
   e = EpilogueSpec{};
   e.alpha = 2.0f;
   e.clamp = true;

@@ -48,7 +48,7 @@ struct StemGeometry {
   int rows_bytes;                 // bytes per row buffer
   int raw_offset;                 // C < 4: bytes from the start of shared memory to the raw row buffer
   bool fast_store;                // f16/bf16 y, K = 64, 16-byte aligned y, beta = 0, no residual
-  bool reg_store;                 // fast_store with identity or ReLU and no clamp: the register epilogue
+  bool reg_store;                 // fast_store with identity or ReLU, alpha 1, no clamp: the register epilogue
 };
 
 template <class EpiParams>
@@ -263,15 +263,11 @@ struct StemKernel {
   // WideFilter (S ≥ 7, the 7×7 stems): only half 1 of k-step 1 (taps 6, 7) can hold a tap ≥ S, so
   // only its two registers per A fragment are masked (8 ANDs per filter row instead of 32: ptxas
   // issues a uniform mask as ANDs anyway).
+  // The first k-step's mma adds `c0` (the register epilogue's bias: this lane's columns j·8 + 2t, + 1;
+  // else zeros) instead of a zeroed accumulator: no zeroing, no bias add in the epilogue.
   template <bool WideFilter>
   __device__ __forceinline__ static void compute(Acc& acc, const char* rows, const char* sf, const StemGeometry& g,
-                                                 const int (&a_off)[MI], int lane) {
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-      for (int j = 0; j < NI; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+                                                 const int (&a_off)[MI], const float2 (&c0)[NI], int lane) {
     const int t2 = (lane & 3) >> 1;
     std::uint32_t mask[2][2];
 #pragma unroll
@@ -303,34 +299,52 @@ struct StemKernel {
 #pragma unroll
       for (int j = 0; j < NI / 2; ++j) ldmatrix_x4<false>(fb[buf][j], b + j * 16 * FilterTile::row_bytes);
     };
-    auto mmas = [&](int abuf, int bbuf, int i) {
-#pragma unroll
-      for (int j = 0; j < NI; ++j) {
-        const std::uint32_t b2[2] = {fb[bbuf][j / 2][(j & 1) * 2], fb[bbuf][j / 2][(j & 1) * 2 + 1]};
-        mma<math>(acc[i][j], fa[abuf], b2);
-      }
-    };
-    load_b(0, 0, 0);
-    load_a(0, rows, 0, 0);
-#pragma unroll 1
-    for (int r = 0; r < g.r; ++r) {
+    // Filter row r: k-steps (r, 0) and (r, 1) with B buffers 0 and 1; each step requests the next
+    // step's B before its first mma and A block i + 1 (or the next step's block 0) before block i's
+    // mmas. Row 0 is peeled: its first step adds c0.
+    auto filter_row = [&](int r, bool first) {
       const char* a_row = rows + r * r_step;
       const int r_next = min(r + 1, g.r - 1);
-      const char* a_next = rows + r_next * r_step;
 #pragma unroll
       for (int kk = 0; kk < 2; ++kk) {
-        // B of the next step: (r, 1) after (r, 0), then (r + 1, 0)
         if (kk == 0) load_b(1, r, 1);
         else load_b(0, r_next, 0);
 #pragma unroll
         for (int i = 0; i < MI; ++i) {
           if (i + 1 < MI) load_a((i + 1) & 1, a_row, kk, i + 1);
           else if (kk == 0) load_a(0, a_row, 1, 0);
-          else load_a(0, a_next, 0, 0);
-          mmas(i & 1, kk, i);
+          else load_a(0, rows + r_next * r_step, 0, 0);
+#pragma unroll
+          for (int j = 0; j < NI; ++j) {
+            const std::uint32_t b2[2] = {fb[kk][j / 2][(j & 1) * 2], fb[kk][j / 2][(j & 1) * 2 + 1]};
+            if (first && kk == 0) {
+              const float c[4] = {c0[j].x, c0[j].y, c0[j].x, c0[j].y};
+              mma_c(acc[i][j], fa[i & 1], b2, c);
+            } else {
+              mma<math>(acc[i][j], fa[i & 1], b2);
+            }
+          }
         }
       }
-    }
+    };
+    load_b(0, 0, 0);
+    load_a(0, rows, 0, 0);
+    filter_row(0, true);
+#pragma unroll 1
+    for (int r = 1; r < g.r; ++r) filter_row(r, false);
+  }
+
+  // d = a·b + c (mma.sync m16n8k16, fp32 accumulators; mma_sm80.cuh's mma() accumulates in place).
+  __device__ __forceinline__ static void mma_c(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2],
+                                               const float (&c)[4]) {
+    if constexpr (math == MathOp::mma_f16)
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                   : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+    else
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                   : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
   }
 
   // ---- Epilogue ------------------------------------------------------------------------------------
@@ -421,13 +435,14 @@ struct StemKernel {
     }
   }
 
-  // Register path (identity or ReLU without clamp, f16/bf16 y, K = 64: the stems' epilogues): per m16
-  // fragment, v = alpha·acc + bias on the accumulators, packed to 16-bit pairs in registers
+  // Register path (identity or ReLU, alpha 1, no clamp, f16/bf16 y, K = 64: the stems' epilogues): per
+  // m16 fragment, the accumulators (the bias came in with the first mma: compute's c0), packed to
+  // 16-bit pairs in registers
   // (cvt.rn.f16x2/bf16x2.f32) and floored with max(v, floor): floor 0 is ReLU (max returns the non-NaN
   // operand: ReLU(NaN) = 0 as in epilogue::relu), floor NaN is the identity; the packed rows go through
   // the warp's staging band (16 pixels × 128 B, rows stem_packed_pitch apart: conflict-free 4-byte
   // writes) and leave as 16-byte pieces, a warp writing 512 contiguous bytes of y per instruction.
-  // ~90 instructions per fragment instead of ~250 through the fp32 band.
+  // ~60 instructions per fragment instead of ~250 through the fp32 band.
   template <bool BF16>
   __device__ __forceinline__ static std::uint32_t pack_floor(float a, float b, std::uint32_t floor2) {
     std::uint32_t v;
@@ -443,15 +458,10 @@ struct StemKernel {
 
   template <bool BF16>
   __device__ __forceinline__ static void store_tile_regs(const StemParams<epilogue::Builtin::Params>& p, Acc& acc,
-                                                         char* stage, const float* sbias, std::int64_t pixel0, int valid,
-                                                         int lane) {
+                                                         char* stage, std::int64_t pixel0, int valid, int lane) {
     const int gr = lane >> 2, t = lane & 3;
-    const float alpha = p.g.ep.alpha;
     constexpr std::uint32_t nan2 = BF16 ? 0x7fc07fc0u : 0x7e007e00u;
     const std::uint32_t floor2 = p.g.ep.activation == Activation::relu ? 0u : nan2;
-    float2 bias[NI];
-#pragma unroll
-    for (int j = 0; j < NI; ++j) bias[j] = *reinterpret_cast<const float2*>(sbias + j * 8 + 2 * t);
     char* const st_write = stage + gr * stem_packed_pitch + 4 * t;
     uint4* const y = static_cast<uint4*>(p.g.d) + pixel0 * (stem_tile_n / 8) + lane;  // 8 pieces per pixel
 #pragma unroll
@@ -463,7 +473,7 @@ struct StemKernel {
 #pragma unroll
         for (int h = 0; h < 2; ++h)
           *reinterpret_cast<std::uint32_t*>(st_write + h * 8 * stem_packed_pitch + j * 16) =
-              pack_floor<BF16>(fmaf(alpha, acc[i][j][2 * h], bias[j].x), fmaf(alpha, acc[i][j][2 * h + 1], bias[j].y), floor2);
+              pack_floor<BF16>(acc[i][j][2 * h], acc[i][j][2 * h + 1], floor2);
       __syncwarp();
       const int rows_left = valid - i * 16;
 #pragma unroll
@@ -479,8 +489,8 @@ struct StemKernel {
   __device__ __forceinline__ static void store_tile(const StemParams<epilogue::Builtin::Params>& p, Acc& acc, char* stage,
                                                     const float* sbias, std::int64_t pixel0, int valid, int lane) {
     if (p.geo.reg_store) {
-      if (p.g.d_type == DType::bf16) store_tile_regs<true>(p, acc, stage, sbias, pixel0, valid, lane);
-      else store_tile_regs<false>(p, acc, stage, sbias, pixel0, valid, lane);
+      if (p.g.d_type == DType::bf16) store_tile_regs<true>(p, acc, stage, pixel0, valid, lane);
+      else store_tile_regs<false>(p, acc, stage, pixel0, valid, lane);
       return;
     }
     float* st = reinterpret_cast<float*>(stage);
@@ -524,8 +534,12 @@ struct StemKernel {
       const TileCoord tc = tile_coord(g, tile);
       int a_off[MI];
       a_offsets(a_off, g, tc, warp, lane);
-      if (g.s >= 7) compute<true>(acc, rows, sf, g, a_off, lane);
-      else compute<false>(acc, rows, sf, g, a_off, lane);
+      float2 c0[NI];  // the register epilogue's bias (zeros without bias), else zeros
+#pragma unroll
+      for (int j = 0; j < NI; ++j)
+        c0[j] = g.reg_store ? *reinterpret_cast<const float2*>(sbias + j * 8 + 2 * (lane & 3)) : make_float2(0.0f, 0.0f);
+      if (g.s >= 7) compute<true>(acc, rows, sf, g, a_off, c0, lane);
+      else compute<false>(acc, rows, sf, g, a_off, c0, lane);
       const int m_warp = tc.m0 + warp * stem_warp_m;
       const int valid = min(stem_warp_m, g.pq - m_warp);
       if (valid > 0) store_tile(p, acc, stage, sbias, std::int64_t(tc.n) * g.pq + m_warp, valid, lane);
@@ -649,7 +663,7 @@ Status launch_conv_stem(const Conv2dDesc& d, const Conv2dOperands& ops, const Co
   const auto y_addr = reinterpret_cast<std::uintptr_t>(ops.y);
   g.fast_store = (d.out_type == DType::f16 || d.out_type == DType::bf16) && d.k == stem_max_k && y_addr % 16 == 0 &&
                  d.epilogue.beta == 0.0f && !d.epilogue.residual;
-  g.reg_store = g.fast_store && !d.epilogue.clamp &&
+  g.reg_store = g.fast_store && d.epilogue.alpha == 1.0f && !d.epilogue.clamp &&
                 (d.epilogue.activation == Activation::none || d.epilogue.activation == Activation::relu);
 
   const std::int64_t slots = std::int64_t{dev.sm_count > 0 ? dev.sm_count : 1} * per_sm;
