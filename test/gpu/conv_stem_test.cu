@@ -44,6 +44,9 @@ const std::vector<Named>& stem_problems() {
       {"64x64 image: a tile is 8 whole output rows", P(2, 64, 64, 4, 64, 7, 7, 3, 3, 2, 2)},
       {"300 tiny images: more tiles than resident CTAs", P(300, 8, 8, 4, 64, 7, 7, 3, 3, 2, 2)},
       {"6x7 filter, asymmetric pad 2/1, stride 3", P(2, 23, 21, 4, 64, 6, 7, 2, 1, 3, 2)},
+      // W a multiple of 8 (C = 3: 16-byte image rows: per-thread raw segments, two row buffers)
+      {"7x7/2 pad 3, 41x48: 3 tiles per image, W % 8 = 0", P(3, 41, 48, 4, 64, 7, 7, 3, 3, 2, 2)},
+      {"5x5 stride 3x2 pad 2, 30x40, K=48, W % 8 = 0", P(2, 30, 40, 4, 48, 5, 5, 2, 2, 3, 2)},
   };
   return v;
 }
@@ -151,6 +154,7 @@ TEST_CASE("conv stem: x at every 2-byte offset from 16-byte alignment (C < 4: ra
     for (std::int64_t off : {1, 2, 3, 5, 7}) {
       for (const Conv2dDesc& base : {P(2, 17, 23, e->config.channels, 64, 7, 7, 3, 3, 2, 2),
                                      P(3, 40, 50, e->config.channels, 64, 7, 7, 3, 3, 2, 2),
+                                     P(2, 25, 48, e->config.channels, 64, 7, 7, 3, 3, 2, 2),
                                      P(2, 5, 1, e->config.channels, 64, 3, 3, 1, 1, 1, 2)}) {
         Conv2dDesc d = base;
         d.type = e->config.operand();

@@ -53,7 +53,7 @@ struct StemLayout {
   int row_pixels = 0;  // padded pixels per input row: (Q − 1)·2 + 8
   int pitch = 0;       // bytes between input rows
   int filter_bytes = 0, staging_bytes = 0, rows_bytes = 0;  // rows_bytes: one row buffer
-  int row_buffers = 0;  // C = 4: two (the next tile's rows copied while this one computes); C < 4: one
+  int row_buffers = 0;  // two: the next tile's rows are written while this one computes (C < 4, rows not 16-byte aligned: one used)
   int raw_bytes = 0;    // C < 4: the next tile's rows as they are in x (C values per pixel), copied raw
   int smem_bytes = 0;   // filters + bias + staging + row buffers + raw buffer, in this order
 };
@@ -61,7 +61,7 @@ struct StemLayout {
 // C < 4: the raw rows of a tile are one contiguous piece of x (NHWC), copied with 16-byte cp.async
 // from the first 16-byte boundary on (the ≤ 14 bytes before it with scalar loads) and expanded to
 // 8-byte pixels in shared memory once they have arrived. 32 bytes of slack for the two ragged ends.
-inline constexpr int stem_raw_slack = 32;
+inline constexpr int stem_raw_slack = 64;  // also: the last 8-pixel segment read whole (16·C bytes)
 
 constexpr StemLayout stem_layout(const ConvConfig& c, const Conv2dDesc& d) {
   const ConvShape s = conv_shape(d);
@@ -73,7 +73,7 @@ constexpr StemLayout stem_layout(const ConvConfig& c, const Conv2dDesc& d) {
   const std::int64_t pixels = (q - 1) * 2 + 8;
   const std::int64_t pitch = pixels * stem_pixel_bytes;
   const std::int64_t rows_bytes = rows * pitch;
-  const int buffers = c.channels == 4 ? 2 : 1;
+  const int buffers = 2;
   const std::int64_t raw = c.channels == 4 ? 0 : (rows * d.w * d.c * 2 + stem_raw_slack + 15) / 16 * 16;
   const std::int64_t total = std::int64_t{d.r} * stem_filter_row_bytes + stem_bias_bytes +
                              std::int64_t{c.gemm.tile.m / stem_warp_m} * stem_staging_bytes_per_warp +

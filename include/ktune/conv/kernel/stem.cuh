@@ -42,7 +42,8 @@ struct StemGeometry {
   int pq, q;                      // output pixels per image, output width
   int pad_h, pad_w, stride_h, dil_h;
   int tiles_per_image, tiles;     // BM-pixel tiles
-  StemDivisor div_q, div_tiles;   // by q and by tiles_per_image
+  StemDivisor div_q, div_tiles, div_w;  // by q, tiles_per_image and w
+  bool raw_segments;              // C < 4, image rows 16-byte aligned, all image columns within the row buffer
   int rows_cap, row_pixels, pitch;  // conv/stem.hpp StemLayout
   int rows_offset;                // bytes from the start of shared memory to the first row buffer
   int rows_bytes;                 // bytes per row buffer
@@ -241,6 +242,64 @@ struct StemKernel {
         }
       }
       for (; i < tc.rows; ++i) *reinterpret_cast<uint2*>(dst + i * g.pitch) = make_uint2(0, 0);
+    }
+  }
+
+  // C < 4 with 16-byte aligned image rows (raw_segments): each thread copies, and later expands, its
+  // own 8-pixel segments of the raw range (16·C bytes = C aligned 16-byte cp.async; segment s at raw +
+  // s·16·C, the same threads' bytes every tile). So no barrier is needed between a copy's arrival and
+  // its expansion (the thread's own cp.async wait), nor between the expansion and the next copy into
+  // the same bytes (program order): with two row buffers, one barrier per tile as for C = 4.
+  static constexpr int seg_pixels = 8, seg_bytes = seg_pixels * C * 2;
+
+  __device__ __forceinline__ static void issue_segments(char* raw, const T* x, const StemGeometry& g, int t) {
+    const RawRange r = raw_range(x, g, tile_coord(g, t));
+    const int bytes = static_cast<int>(r.b1 - r.b0);  // whole 16-byte chunks (image rows are)
+    const char* src = reinterpret_cast<const char*>(r.b0);
+    for (int off = threadIdx.x * seg_bytes; off < bytes; off += threads * seg_bytes) {
+#pragma unroll
+      for (int c = 0; c < C; ++c)
+        if (off + c * 16 < bytes) __pipeline_memcpy_async(raw + off + c * 16, src + off + c * 16, 16);
+    }
+  }
+
+  // This thread's arrived segments of tile t as 8-byte pixels in `rows`; rows of the tile outside the
+  // image zero (the halo columns were zeroed once for the kernel and are never written).
+  __device__ __forceinline__ static void expand_segments(char* rows, const char* raw, const StemGeometry& g, int t) {
+    const TileCoord tc = tile_coord(g, t);
+    const int h_first = tc.p_first * g.stride_h - g.pad_h;
+    const int i_lo = min(max(0, -h_first), tc.rows), i_hi = max(min(tc.rows, g.h - h_first), i_lo);
+    if (i_lo > 0 || i_hi < tc.rows) {
+      for (int j = threadIdx.x; j < g.row_pixels; j += threads) {
+        char* dst = rows + j * stem_pixel_bytes;
+        for (int i = 0; i < i_lo; ++i) *reinterpret_cast<uint2*>(dst + i * g.pitch) = make_uint2(0, 0);
+        for (int i = i_hi; i < tc.rows; ++i) *reinterpret_cast<uint2*>(dst + i * g.pitch) = make_uint2(0, 0);
+      }
+    }
+    const int pixels = (i_hi - i_lo) * g.w;
+    char* const image_rows = rows + i_lo * g.pitch + g.pad_w * stem_pixel_bytes;  // pixel (h_first + i_lo, 0)
+    for (int f0 = threadIdx.x * seg_pixels; f0 < pixels; f0 += threads * seg_pixels) {
+      std::uint32_t words[C * 4];
+#pragma unroll
+      for (int c = 0; c < C; ++c)
+        *reinterpret_cast<uint4*>(words + 4 * c) = *reinterpret_cast<const uint4*>(raw + f0 / seg_pixels * seg_bytes + c * 16);
+      auto elem = [&](int e) { return (words[e >> 1] >> ((e & 1) * 16)) & 0xffffu; };
+      const int h = divide(f0, g.div_w);
+      int w = f0 - h * g.w;
+      char* dst = image_rows + h * g.pitch + w * stem_pixel_bytes;
+#pragma unroll
+      for (int k = 0; k < seg_pixels; ++k) {
+        if (f0 + k >= pixels) break;
+        std::uint32_t lo = elem(k * C), hi = 0;
+        if constexpr (C > 1) lo |= elem(k * C + 1) << 16;
+        if constexpr (C > 2) hi = elem(k * C + 2);
+        *reinterpret_cast<uint2*>(dst) = make_uint2(lo, hi);
+        dst += stem_pixel_bytes;
+        if (++w == g.w) {
+          w = 0;
+          dst += g.pitch - g.w * stem_pixel_bytes;
+        }
+      }
     }
   }
 
@@ -560,26 +619,47 @@ struct StemKernel {
         tile_work(rows0 + (it & 1) * g.rows_bytes, t);
       }
     } else {
-      // One row buffer and one raw buffer: tile t + grid's raw rows arrive while tile t computes and
-      // stores; they are expanded into the row buffer once every warp is done with it.
+      // C < 4: one raw buffer. raw_segments (16-byte aligned image rows): two row buffers; tile t +
+      // grid's raw rows arrive while tile t computes and stores, then each thread expands its own
+      // segments into the other row buffer and requests tile t + 2·grid's: one barrier per tile.
+      // Otherwise one row buffer: tile t + grid's raw rows are requested after the barrier and
+      // expanded into the row buffer once every warp is done with it (a second barrier).
       char* const raw = smem + g.raw_offset;
-      if (t < g.tiles) issue_raw(raw, x, g, t);
+      const bool seg = g.raw_segments;
+      if (seg)
+        for (int k = threadIdx.x; k < 2 * g.rows_bytes / 16; k += threads)
+          reinterpret_cast<uint4*>(rows0)[k] = make_uint4(0, 0, 0, 0);  // the halo columns, once
+      if (t < g.tiles) {
+        if (seg) issue_segments(raw, x, g, t);
+        else issue_raw(raw, x, g, t);
+      }
       copy_commit();
       load_filters(sf, static_cast<const T*>(p.w), g);
       copy_wait<0>();
-      __syncthreads();
-      if (t < g.tiles) expand_raw(rows0, raw, x, g, t);
+      __syncthreads();  // raw rows of tile t (any thread's), the zeroed buffers before expansion writes
+      if (t < g.tiles) {
+        if (seg) expand_segments(rows0, raw, g, t);
+        else expand_raw(rows0, raw, x, g, t);
+      }
+      if (seg && t + static_cast<int>(gridDim.x) < g.tiles) issue_segments(raw, x, g, t + gridDim.x);
+      copy_commit();
 #pragma unroll 1
-      for (; t < g.tiles; t += gridDim.x) {
+      for (int it = 0; t < g.tiles; t += gridDim.x, ++it) {
         const int next = t + gridDim.x;
-        __syncthreads();  // tile t's rows (and the filters) are visible; the raw buffer is free
-        if (next < g.tiles) issue_raw(raw, x, g, next);
+        __syncthreads();  // tile t's rows (and the filters) are visible; seg: every warp is done with the other buffer
+        if (!seg && next < g.tiles) issue_raw(raw, x, g, next);  // the raw buffer is free
         copy_commit();
-        tile_work(rows0, t);
+        tile_work(rows0 + (seg ? (it & 1) * g.rows_bytes : 0), t);
         if (next < g.tiles) {
           copy_wait<0>();
-          __syncthreads();  // every warp is done with the row buffer; tile next's raw rows have arrived
-          expand_raw(rows0, raw, x, g, next);
+          if (seg) {
+            expand_segments(rows0 + ((it + 1) & 1) * g.rows_bytes, raw, g, next);
+            if (next + static_cast<int>(gridDim.x) < g.tiles) issue_segments(raw, x, g, next + gridDim.x);
+            copy_commit();
+          } else {
+            __syncthreads();  // every warp is done with the row buffer; tile next's raw rows have arrived
+            expand_raw(rows0, raw, x, g, next);
+          }
         }
       }
     }
@@ -653,6 +733,7 @@ Status launch_conv_stem(const Conv2dDesc& d, const Conv2dOperands& ops, const Co
   g.tiles_per_image = static_cast<int>(tiles_per_image);
   g.div_q = StemDivisor(static_cast<unsigned>(g.q));
   g.div_tiles = StemDivisor(static_cast<unsigned>(g.tiles_per_image));
+  g.div_w = StemDivisor(static_cast<unsigned>(g.w));
   g.tiles = static_cast<int>(tiles);
   g.rows_cap = l.rows_cap;
   g.row_pixels = l.row_pixels;
@@ -661,6 +742,8 @@ Status launch_conv_stem(const Conv2dDesc& d, const Conv2dOperands& ops, const Co
   g.rows_bytes = l.rows_bytes;
   g.raw_offset = g.rows_offset + l.row_buffers * l.rows_bytes;
   const auto y_addr = reinterpret_cast<std::uintptr_t>(ops.y);
+  g.raw_segments = CC.channels < 4 && l.row_buffers == 2 && reinterpret_cast<std::uintptr_t>(ops.x) % 16 == 0 &&
+                   (d.w * d.c * 2) % 16 == 0 && d.pad_w + d.w <= l.row_pixels;
   g.fast_store = (d.out_type == DType::f16 || d.out_type == DType::bf16) && d.k == stem_max_k && y_addr % 16 == 0 &&
                  d.epilogue.beta == 0.0f && !d.epilogue.residual;
   g.reg_store = g.fast_store && d.epilogue.alpha == 1.0f && !d.epilogue.clamp &&
