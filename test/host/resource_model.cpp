@@ -348,3 +348,30 @@ TEST_CASE("rules: the first violated rule is the reason, and every rule has a na
   CHECK(require(true, Rule::smem_fits, 1, 2).ok());
   CHECK(require(false, Rule::smem_fits, 1, 2) == Verdict{Rule::smem_fits, 1, 2});
 }
+
+TEST_CASE("sm90 model: the epilogue staging takes the shared memory a one-block-per-SM instance leaves unused") {
+  auto wg = [](TileShape t, WarpShape w, int stages, WgSchedule s = WgSchedule::cooperative) {
+    GemmConfig c{90, MathOp::wgmma_bf16, Layout::row, Layout::col, t, w, stages, 8};
+    c.schedule = s;
+    return c;
+  };
+  // 128x256 s4: ring 4 x 48 KB, bias 4 KB: 3.5 KB per warp (3 aligned 1 KB store boxes), 64 bytes short of
+  // 4 KB. 128x128 s5: 7.5 KB (7 boxes). A block small enough to share its SM keeps the least (2.5 KB).
+  const GemmConfig big = wg({128, 256, 64}, {64, 256}, 4), mid = wg({128, 128, 64}, {64, 128}, 5),
+                   pp = wg({128, 128, 64}, {128, 128}, 5, WgSchedule::pingpong), small = wg({64, 64, 64}, {64, 64}, 6);
+  CHECK(sm90_warp_staging_bytes(big) == 3584);
+  CHECK(sm90_warp_staging_bytes(mid) == 7680);
+  CHECK(sm90_warp_staging_bytes(pp) == 7680);
+  CHECK(sm90_warp_staging_bytes(small) == sm90_min_warp_staging_bytes);
+  for (const GemmConfig& c : {big, mid, pp, small}) {
+    CAPTURE(c.tile.m);
+    CAPTURE(c.tile.n);
+    CHECK(validate(c, sm90).ok());
+    CHECK(sm90_warp_staging_bytes(c) % 512 == 0);  // every warp's region starts on a 512-byte boundary
+    CHECK(sm90_warp_staging_bytes(c) >= sm90_min_warp_staging_bytes);
+    CHECK(sm90_warp_staging_bytes(c) <= sm90_max_warp_staging_bytes);
+    CHECK(estimate_resources(c).smem_bytes <= sm90.smem_optin_bytes);
+    CHECK(estimate_resources(c).smem_bytes == sm90_base_smem_bytes(c) + sm90_bias_buffer_bytes(c));  // bias buffers kept
+  }
+  CHECK(2 * (estimate_resources(small).smem_bytes + 1024) <= sm90.smem_per_sm_bytes);
+}

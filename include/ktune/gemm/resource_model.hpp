@@ -36,10 +36,16 @@ inline constexpr int sm90_consumer_registers = 232;  // setmaxnreg.inc for 2 con
 
 // Shared memory of an sm90 instance: alignment slack, the stage ring, epilogue staging (per consumer
 // warp: ping-pong instances have two consumer warpgroups of one tile each), barriers.
-constexpr int sm90_staging_bytes(const GemmConfig& c) {
-  return c.consumer_warpgroups() * 4 * smem_layout::epilogue_band_rows *
-         (smem_layout::sm90_epilogue_cols + smem_layout::sm90_epilogue_pad) * 4;
-}
+// Staging per consumer warp: at least one 16×32 fp32 chunk with padded rows (2560 bytes); where the
+// block cannot share its multiprocessor anyway (it needs more than half the opt-in shared memory), what
+// the opt-in limit leaves after ring, barriers and bias buffers, in 512-byte steps, up to 8 KB: the
+// asynchronous TMA store of 16-bit D uses every 1024-byte aligned 1 KB atom of it as a box buffer, and
+// more buffers let more of a tile's store run under the next tile's wgmma (kernel/sm90/epilogue.cuh).
+inline constexpr int sm90_min_warp_staging_bytes =
+    smem_layout::epilogue_band_rows * (smem_layout::sm90_epilogue_cols + smem_layout::sm90_epilogue_pad) * 4;
+inline constexpr int sm90_max_warp_staging_bytes = 8192;
+constexpr int sm90_warp_staging_bytes(const GemmConfig& c);
+constexpr int sm90_staging_bytes(const GemmConfig& c) { return c.consumer_warpgroups() * 4 * sm90_warp_staging_bytes(c); }
 constexpr int sm90_barrier_bytes(const GemmConfig& c) { return 2 * c.stages * 8; }
 // Two bias buffers per consumer warpgroup (its WN columns, up to 4 bytes each; the fragment epilogue
 // copies the next tile's bias into one while the current tile reads the other). The kernel has them only
@@ -71,6 +77,15 @@ constexpr int stage_bytes(const GemmConfig& c) {
   if (c.math == MathOp::simt_f32)
     return c.tile.k * (c.tile.m + smem_layout::simt_pad) * 4 + c.tile.k * (c.tile.n + smem_layout::simt_pad) * 4;
   return (c.tile.m + c.tile.n) * c.tile.k * es;
+}
+
+constexpr int sm90_warp_staging_bytes(const GemmConfig& c) {
+  const int warps = 4 * c.consumer_warpgroups();
+  const int fixed = smem_layout::sm90_atom_bytes + c.stages * stage_bytes(c) + sm90_barrier_bytes(c) + sm90_bias_buffer_bytes(c);
+  const int least = sm90_min_warp_staging_bytes;
+  if (warps < 1 || 2 * (fixed + warps * least + 1024) <= sm90.smem_per_sm_bytes) return least;  // two blocks may share an SM
+  const int room = (sm90.smem_optin_bytes - fixed) / warps / 512 * 512;
+  return room < least ? least : room > sm90_max_warp_staging_bytes ? sm90_max_warp_staging_bytes : room;
 }
 
 constexpr int sm90_base_smem_bytes(const GemmConfig& c) {

@@ -109,15 +109,18 @@ struct ConvIm2colProducer {
 };
 #endif
 
-// CfgT::value is a ConvConfig with iterator tma_im2col.
+// CfgT::value is a ConvConfig with iterator tma_im2col. y_store_boxes > 0: y leaves through the
+// asynchronous TMA store (tma_y; gemm/kernel/sm90/epilogue.cuh), as the GEMM's D does.
 template <class CfgT, class Epi>
 __global__ void __launch_bounds__(CfgT::value.gemm.threads(), 1)
     conv_im2col_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w,
-                       const GemmParams<typename Epi::Params> p, const ConvTmaGeometry geo) {
+                       const GemmParams<typename Epi::Params> p, const ConvTmaGeometry geo,
+                       const __grid_constant__ CUtensorMap tma_y, const int y_store_boxes) {
 #if defined(__CUDA_ARCH__)
 #if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr GemmConfig C = CfgT::value.gemm;
-  warp_specialized_gemm<C, Epi>(ConvIm2colProducer<C>{&tma_x, &tma_w, geo}, p, geo.k_tiles);
+  warp_specialized_gemm<C, Epi>(ConvIm2colProducer<C>{&tma_x, &tma_w, geo}, p, geo.k_tiles,
+                                y_store_boxes > 0 ? &tma_y : nullptr, true, y_store_boxes);
 #else
   __trap();  // built for a target without wgmma: the launcher never runs this image
 #endif
@@ -227,9 +230,15 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
   p.raster_group = opt.raster_group > 0 ? opt.raster_group : 8;
   p.ep = ep;
 
+  // y (an M × K matrix, ld K) through the asynchronous TMA store where y and the epilogue allow it.
+  CUtensorMap ty{};
+  int y_store_boxes = 0;
+  if constexpr (sm90_async_store_fits<WgmmaMainloop<C>> && std::is_same_v<Epi, epilogue::Builtin>)
+    y_store_boxes = make_store_map(ty, d.out_type, ops.y, s.m, d.k, d.k, d.epilogue);
+
   const std::int64_t slots = std::int64_t{dev.sm_count > 0 ? dev.sm_count : 1} * per_sm_blocks;
   const unsigned grid = static_cast<unsigned>(tiles < slots ? tiles : slots);
-  kernel<<<grid, C.threads(), smem, stream>>>(tx, tw, p, conv_tma_geometry(d));
+  kernel<<<grid, C.threads(), smem, stream>>>(tx, tw, p, conv_tma_geometry(d), ty, y_store_boxes);
   return cuda_status(cudaGetLastError(), "sm90 conv2d (TMA im2col) kernel launch");
 }
 

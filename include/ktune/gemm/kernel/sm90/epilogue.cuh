@@ -21,6 +21,7 @@
 #include <cuda_pipeline.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 #include <utility>
 
@@ -376,23 +377,49 @@ __device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params
 // 8-row × 128-byte boxes (one 1 KB swizzle atom: 64 columns of 8 rows) in its staging region and lane 0
 // hands each box to the TMA engine (`cp.async.bulk.tensor` shared → global, one bulk group per box): the
 // warp goes on to its next box or tile at once and waits only before it rewrites a box buffer, for the
-// store issued from it `Boxes` boxes earlier to have read it (`wait_group.read Boxes-1`; the count runs
-// on across tiles). The TMA clips boxes at D's edges (the tensor map has D's M × N), so partial tiles in M
-// and N need nothing special; boxes wholly outside D are skipped. The caller waits for every read before
-// the CTA exits (its shared memory must outlive them).
+// store issued from it n boxes earlier to have read it (`wait_group.read n-1`; the buffers rotate on
+// across tiles). n: every 1024-byte aligned 1 KB atom of the warp's staging (2 to 8; resource_model.hpp:
+// sm90_warp_staging_bytes), or fewer on request (KTUNE_SM90_STORE_BOXES, an A/B switch). The TMA clips
+// boxes at D's edges (the tensor map has D's M × N), so partial tiles in M and N need nothing special;
+// boxes wholly outside D are skipped. The caller waits for every read before the CTA exits (its shared
+// memory must outlive them).
 // Layout: the TMA's 128-byte swizzle, 16-byte unit u of box row r at u ^ r (the packed-pair writes of a
 // warp instruction hit 32 different banks).
 inline constexpr int sm90_store_box_rows = 8, sm90_store_box_bytes = 1024, sm90_store_box_cols_bytes = 128;
 
 // Box buffers in a warp staging region of `region_bytes` that starts on a 512-byte boundary: the 1 KB
-// atoms inside it that are 1024-byte aligned (a 2560-byte region holds 2 wherever it starts).
+// atoms inside it that are 1024-byte aligned (a 2560-byte region holds 2 wherever it starts; at most 8).
 constexpr int sm90_store_boxes(int region_bytes) {
-  return region_bytes % sm90_store_box_bytes == 0 ? region_bytes / sm90_store_box_bytes
-                                                  : (region_bytes - 512) / sm90_store_box_bytes;
+  const int n = region_bytes % sm90_store_box_bytes == 0 ? region_bytes / sm90_store_box_bytes
+                                                         : (region_bytes - 512) / sm90_store_box_bytes;
+  return n < 8 ? n : 8;
 }
 // The warp tile can leave through 64-column boxes (16-bit D; ML::WN a multiple of 64).
 template <class ML>
 inline constexpr bool sm90_async_store_fits = ML::WN % 64 == 0;
+
+// Host: D's tensor map for the asynchronous store (8-row × 64-column boxes, 128-byte swizzle) when D is
+// 16-bit with 16-byte aligned rows and the epilogue may end in the identity store (the kernel decides per
+// launch whether it does: fragment_epilogue; C, a residual, GELU or SiLU take the staged store). Returns
+// how many box buffers each warp is to use (the kernel caps it at what its staging holds), 0 where D
+// leaves through the consumers' own stores. A/B switches (read once per process): KTUNE_SM90_SYNC_STORE=1
+// (never the TMA), KTUNE_SM90_STORE_BOXES=n (at most n, 2..8, buffers per warp).
+inline int make_store_map(CUtensorMap& map, DType t, void* d, std::int64_t m, std::int64_t n, std::int64_t ldd,
+                          const EpilogueSpec& e) {
+  static const bool sync_store = std::getenv("KTUNE_SM90_SYNC_STORE") != nullptr;
+  static const int boxes_wanted = [] {
+    const char* v = std::getenv("KTUNE_SM90_STORE_BOXES");
+    const int b = v != nullptr ? std::atoi(v) : 0;
+    return b >= 2 && b <= 8 ? b : 8;
+  }();
+  const bool plain = e.beta == 0.0f && !e.residual && (e.activation == Activation::none || e.activation == Activation::relu);
+  if (!plain || sync_store || size_of(t) != 2 || reinterpret_cast<std::uintptr_t>(d) % 16 != 0 || (ldd * 2) % 16 != 0)
+    return 0;
+  const bool ok = make_tensor_map(map, t, d, static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(m),
+                                  static_cast<std::uint64_t>(ldd), sm90_store_box_cols_bytes / 2, sm90_store_box_rows)
+                      .ok();
+  return ok ? boxes_wanted : 0;
+}
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // The first 1024-byte aligned box buffer of a warp's staging region.
@@ -401,12 +428,28 @@ __device__ __forceinline__ char* store_box_buffers(float* region) {
   return reinterpret_cast<char*>(region) + ((1024u - (a & 1023u)) & 1023u);
 }
 
+// This thread's bulk groups: wait until at most n (0..7, a run-time count) still read shared memory.
+__device__ __forceinline__ void bulk_wait_read(int n) {
+  using cuda::ptx::n32_t;
+  switch (n) {
+    case 0: cuda::ptx::cp_async_bulk_wait_group_read(n32_t<0>{}); break;
+    case 1: cuda::ptx::cp_async_bulk_wait_group_read(n32_t<1>{}); break;
+    case 2: cuda::ptx::cp_async_bulk_wait_group_read(n32_t<2>{}); break;
+    case 3: cuda::ptx::cp_async_bulk_wait_group_read(n32_t<3>{}); break;
+    case 4: cuda::ptx::cp_async_bulk_wait_group_read(n32_t<4>{}); break;
+    case 5: cuda::ptx::cp_async_bulk_wait_group_read(n32_t<5>{}); break;
+    case 6: cuda::ptx::cp_async_bulk_wait_group_read(n32_t<6>{}); break;
+    default: cuda::ptx::cp_async_bulk_wait_group_read(n32_t<7>{}); break;
+  }
+}
+
 // One consumer warp's part of a tile (16-row bands at row0 + 64·mi, WN columns from col0) through the
-// TMA; `issued` counts the boxes this warp has stored so far (warp-uniform; starts at 0 per kernel).
-template <class ML, class TOut, int Boxes>
+// TMA, from `nboxes` (2..8) box buffers at `boxes`; `slot` is the buffer the next box goes to (warp-
+// uniform; 0 at the first tile, carried across tiles).
+template <class ML, class TOut>
 __device__ __forceinline__ void store_tile_async(const CUtensorMap* map, typename ML::Accumulators& acc, char* boxes,
-                                                 int row0, int col0, int m, int n, int& issued) {
-  static_assert(sizeof(TOut) == 2 && sm90_async_store_fits<ML> && Boxes >= 2, "16-bit D, 64-column boxes, 2+ buffers");
+                                                 int nboxes, int row0, int col0, int m, int n, int& slot) {
+  static_assert(sizeof(TOut) == 2 && sm90_async_store_fits<ML>, "16-bit D, 64-column boxes");
   constexpr int box_cols = 64;
   using Pair = decltype(epilogue::pack2<TOut>(0.0f, 0.0f));
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -418,9 +461,9 @@ __device__ __forceinline__ void store_tile_async(const CUtensorMap* map, typenam
       for (int h = 0; h < 2; ++h) {  // rows g (h = 0: accumulators 4j, 4j + 1) and g + 8 (4j + 2, 4j + 3)
         const int rb = row0 + 64 * mi + sm90_store_box_rows * h, cb = col0 + box_cols * b;
         if (rb >= m || cb >= n) continue;  // warp-uniform: the box lies outside D
-        char* buf = boxes + (issued % Boxes) * sm90_store_box_bytes;
-        if (lane == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<Boxes - 1>{});
-        __syncwarp();  // the store issued from this buffer Boxes boxes ago has read it
+        char* buf = boxes + slot * sm90_store_box_bytes;
+        if (lane == 0) bulk_wait_read(nboxes - 1);
+        __syncwarp();  // the store issued from this buffer nboxes boxes ago has read it
 #pragma unroll
         for (int j = 0; j < box_cols / 8; ++j) {
           const int jj = (box_cols / 8) * b + j;
@@ -433,7 +476,7 @@ __device__ __forceinline__ void store_tile_async(const CUtensorMap* map, typenam
           tma_store_2d(map, cb, rb, buf);
           cuda::ptx::cp_async_bulk_commit_group();
         }
-        ++issued;
+        slot = slot + 1 == nboxes ? 0 : slot + 1;
       }
 }
 

@@ -40,9 +40,10 @@ namespace ktune::kernel::sm90 {
 //   pingpong (GemmConfig::schedule = WgSchedule::pingpong, or CfgT::pingpong for probes; one warpgroup
 //     tile per block tile): two consumer warpgroups take turns on whole tiles, so one's epilogue runs
 //     under the other's mainloop; cooperative: the config's consumer warpgroups split every tile.
-//   tma_store (CfgT::tma_store, probes): 4 KB of staging per consumer warp instead of 2.5 KB, i.e. 4
-//     buffers for the asynchronous TMA store instead of 2 (epilogue.cuh: store_tile_async, which every
-//     instance uses for 16-bit D with 16-byte aligned rows and the identity or fragment epilogue).
+//   tma_store (CfgT::tma_store, probes): at least 4 KB of staging per consumer warp, i.e. 4 or more
+//     buffers for the asynchronous TMA store (epilogue.cuh: store_tile_async, which every instance uses
+//     for 16-bit D with 16-byte aligned rows and the identity or fragment epilogue; the instances' own
+//     staging is the resource model's sm90_warp_staging_bytes: 2 to 8 buffers).
 // Each consumer warp has its own epilogue staging either way.
 struct Sm90Schedule {
   bool pingpong = false;
@@ -69,7 +70,9 @@ constexpr int sm90_consumer_warpgroups(const GemmConfig& c, Sm90Schedule s) {
   return s.pingpong ? 2 : c.consumer_warpgroups();
 }
 constexpr int sm90_kernel_staging_bytes(const GemmConfig& c, Sm90Schedule s) {
-  const int per_warp = sm90_staging_bytes(c) / (4 * c.consumer_warpgroups());
+  // The model's staging per warp; probes that force ping-pong on a one-warpgroup config: the least.
+  const int per_warp = sm90_consumer_warpgroups(c, s) == c.consumer_warpgroups() ? sm90_warp_staging_bytes(c)
+                                                                                   : sm90_min_warp_staging_bytes;
   const int tma = 4 * sm90_store_box_bytes;
   return 4 * sm90_consumer_warpgroups(c, s) * (s.tma_store && tma > per_warp ? tma : per_warp);
 }
@@ -125,11 +128,12 @@ __device__ __forceinline__ void consumer_order_signal(int other_consumer) {
 // Sch (Sm90Schedule): ping-pong consumers (C has one consumer warpgroup tile, warp = tile) take turns on
 // whole tiles (even and odd tiles of this CTA's walk) instead of splitting each tile (cooperative);
 // tma_d: D's tensor map (8-row × 64-column boxes, 128-byte swizzle; 16-bit D) for the asynchronous store
-// (nullptr: every tile leaves through the consumers' own stores).
+// (nullptr: every tile leaves through the consumers' own stores); d_store_boxes (2..): use at most that many
+// of the warp's store box buffers (0: all).
 template <GemmConfig C, class Epi, class Producer, Sm90Schedule Sch = Sm90Schedule{}>
 __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, const GemmParams<typename Epi::Params>& p,
                                                       const int k_tiles, const CUtensorMap* tma_d = nullptr,
-                                                      bool fragments_allowed = true) {
+                                                      bool fragments_allowed = true, int d_store_boxes = 0) {
   using ML = WgmmaMainloop<C>;
   constexpr bool PingPong = Sch.pingpong || C.schedule == WgSchedule::pingpong;
   static_assert(!PingPong || ML::consumers == 1, "ping-pong consumers each compute a whole tile");
@@ -199,12 +203,15 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       fragments = fragments_allowed && !identity && fragment_epilogue(p.ep, p.d_vec4) && (bias_buffers || p.ep.bias == nullptr);
     const bool bias_ahead = fragments && p.ep.bias != nullptr;
     // 16-bit D leaves through the asynchronous TMA store (epilogue.cuh) when the launcher made D's tensor
-    // map and the accumulators hold D's values (identity or fragment epilogue); `issued` counts its boxes.
-    constexpr int store_boxes = sm90_store_boxes(warp_staging_bytes);
-    constexpr bool async_capable = std::is_same_v<Epi, epilogue::Builtin> && sm90_async_store_fits<ML> && store_boxes >= 2;
-    static_assert(!async_capable || warp_staging_bytes % 512 == 0, "warp staging regions start on 512-byte boundaries");
+    // map and the accumulators hold D's values (identity or fragment epilogue), through `store_boxes`
+    // buffers (what the warp's staging holds, or fewer: d_store_boxes); `slot` is the next one.
+    constexpr int staging_boxes = sm90_store_boxes(warp_staging_bytes);
+    constexpr bool async_capable = std::is_same_v<Epi, epilogue::Builtin> && sm90_async_store_fits<ML> && staging_boxes >= 2;
+    static_assert(!async_capable || (warp_staging_bytes % 512 == 0 && S * ML::stage_bytes % 1024 == 0),
+                  "warp staging regions start on 512-byte boundaries of a 1024-byte aligned staging area");
     const bool async_store = async_capable && tma_d != nullptr && (identity || fragments) && size_of(p.d_type) == 2;
-    int issued = 0;
+    const int store_boxes = d_store_boxes >= 2 && d_store_boxes < staging_boxes ? d_store_boxes : staging_boxes;
+    int slot = 0;
     // This consumer's two bias buffers (bias_prefetch/bias_wait: its 128 threads share the copies and
     // meet at named barrier 3 + cw; 1 and 2 order ping-pong consumers), and the tiles it computes.
     // (Recomputed where used, not held: the consumers have no registers to spare.)
@@ -261,8 +268,8 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       if constexpr (async_capable) {
         if (async_store) {
           char* boxes = store_box_buffers(stage_warp);
-          if (p.d_type == DType::f16) store_tile_async<ML, __half, store_boxes>(tma_d, acc, boxes, row0, col0, p.m, p.n, issued);
-          else store_tile_async<ML, __nv_bfloat16, store_boxes>(tma_d, acc, boxes, row0, col0, p.m, p.n, issued);
+          if (p.d_type == DType::f16) store_tile_async<ML, __half>(tma_d, acc, boxes, store_boxes, row0, col0, p.m, p.n, slot);
+          else store_tile_async<ML, __nv_bfloat16>(tma_d, acc, boxes, store_boxes, row0, col0, p.m, p.n, slot);
           continue;
         }
       }
@@ -289,14 +296,15 @@ template <class CfgT, class Epi>
 __global__ void __launch_bounds__(sm90_kernel_threads<CfgT>, 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                       const GemmParams<typename Epi::Params> p, const __grid_constant__ CUtensorMap tma_d,
-                      const bool d_by_tma, const bool staged_epilogue) {
+                      const int d_store_boxes, const bool staged_epilogue) {
 #if defined(__CUDA_ARCH__)
 #if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr GemmConfig C = CfgT::value;
   constexpr Sm90Schedule sch = schedule_of<CfgT>();
   warp_specialized_gemm<C, Epi, GemmTmaProducer<C>, sch>(GemmTmaProducer<C>{&tma_a, &tma_b}, p,
                                                          (p.k + C.tile.k - 1) / C.tile.k,
-                                                         d_by_tma ? &tma_d : nullptr, !staged_epilogue);
+                                                         d_store_boxes > 0 ? &tma_d : nullptr, !staged_epilogue,
+                                                         d_store_boxes);
 #else
   __trap();  // built for a target without wgmma: the launcher never runs this image
 #endif
@@ -398,19 +406,11 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
     KTUNE_RETURN_IF_ERROR(make_tensor_map(tb, t, ops.b, d.n, d.k, d.ldb, ML::mn_box_inner, ML::b_box_outer(mc)));
 
   const GemmParams<typename Epi::Params> p = make_gemm_params(d, ops, opt, ep);
-  // The asynchronous TMA store (epilogue.cuh: store_tile_async) for 16-bit D with 16-byte aligned rows
-  // and an epilogue that may end in the identity store (the kernel decides per launch whether it does:
-  // fragment_epilogue). A/B switch: KTUNE_SM90_SYNC_STORE=1 (read once) keeps the consumers' own stores.
-  static const bool sync_store = std::getenv("KTUNE_SM90_SYNC_STORE") != nullptr;
+  // D through the asynchronous TMA store where D and the epilogue allow it (epilogue.cuh: make_store_map).
   CUtensorMap td{};
-  bool d_by_tma = false;
-  if constexpr (sm90_async_store_fits<ML> && std::is_same_v<Epi, epilogue::Builtin>) {
-    const EpilogueSpec& e = d.epilogue;
-    const bool plain = e.beta == 0.0f && !e.residual && (e.activation == Activation::none || e.activation == Activation::relu);
-    if (plain && !sync_store && size_of(d.d_type) == 2 && reinterpret_cast<std::uintptr_t>(ops.d) % 16 == 0 &&
-        (d.ldd * 2) % 16 == 0)
-      d_by_tma = make_tensor_map(td, d.d_type, ops.d, d.n, d.m, d.ldd, sm90_store_box_cols_bytes / 2, sm90_store_box_rows).ok();
-  }
+  int d_store_boxes = 0;  // > 0: the kernel stores D through the TMA (td)
+  if constexpr (sm90_async_store_fits<ML> && std::is_same_v<Epi, epilogue::Builtin>)
+    d_store_boxes = make_store_map(td, d.d_type, ops.d, d.m, d.n, d.ldd, d.epilogue);
 
   // A/B switch for measurements: KTUNE_SM90_STAGED_EPILOGUE=1 runs every built-in epilogue through the
   // staged store (store_builtin) instead of the accumulator-fragment path.
@@ -419,7 +419,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   if (cluster == 1) {
     const std::int64_t slots = opt.max_ctas > 0 ? opt.max_ctas : sms * per_sm_blocks;
     const unsigned grid = static_cast<unsigned>(tiles < slots ? tiles : slots);
-    kernel<<<grid, threads, smem, stream>>>(ta, tb, p, td, d_by_tma, staged);
+    kernel<<<grid, threads, smem, stream>>>(ta, tb, p, td, d_store_boxes, staged);
     return cuda_status(cudaGetLastError(), "sm90 GEMM kernel launch");
   }
   const std::int64_t units = ceil_div(pair_dim, std::int64_t{2}) * (tiles / pair_dim);
@@ -437,7 +437,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   attr.val.clusterDim.z = 1;
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
-  return cuda_status(cudaLaunchKernelEx(&cfg, kernel, ta, tb, p, td, d_by_tma, staged), "sm90 GEMM kernel launch (cluster of 2)");
+  return cuda_status(cudaLaunchKernelEx(&cfg, kernel, ta, tb, p, td, d_store_boxes, staged), "sm90 GEMM kernel launch (cluster of 2)");
 }
 
 // The dispatch-table launcher: the built-in run-time epilogue.
