@@ -126,6 +126,66 @@ __device__ __forceinline__ bool arrive_last(int* counter, int expected) {
   return true;
 }
 
+// Serial split-K's last step: D = epilogue(sum) for every 4-column group of the BM×BN tile at (m0, n0),
+// the sum of each being x = v[0] + v[1] + ... + v[count - 1], left to right (group_sum's order within a
+// group, splitk_reduce_kernel's over the group sums), v[j] at partials + j·stride; `thread` (0 to
+// Threads - 1) is this thread's index among the Threads that share the tile. Each thread takes two
+// 4-column groups at a time, with the loads of both in flight, then applies the epilogue to one and the
+// other in a loop: the epilogue is inlined once. (Six inlined copies in the earlier form were ~5.5 of
+// the ~7 s of CPU a split-capable instance took to compile: notes/build-time.md.)
+template <class Epi, int BM, int BN, int Threads>
+__device__ __forceinline__ void serial_split_k_epilogue(const GemmParams<typename Epi::Params>& p, int m0, int n0,
+                                                        std::int64_t stride, int count, int thread) {
+  constexpr int quads_per_row = BN / 4, quads = BM * quads_per_row, batch = 4;
+  // The 4-column group of quad q: its row, column and width (0 outside D or past the tile: nothing
+  // loaded or stored).
+  auto locate = [&](int q, int& row, int& col, int& n) {
+    row = m0 + q / quads_per_row;
+    col = n0 + (q % quads_per_row) * 4;
+    n = q < quads && row < p.m && col < p.n ? min(4, p.n - col) : 0;
+    if (n == 0) row = col = 0;
+  };
+#pragma unroll 1
+  for (int q = thread; q < quads; q += 2 * Threads) {
+    int row0, col0, w0, row1, col1, w1;
+    locate(q, row0, col0, w0);
+    locate(q + Threads, row1, col1, w1);
+    const float* src0 = p.partials + static_cast<std::int64_t>(row0) * p.partial_ld + col0;
+    const float* src1 = p.partials + static_cast<std::int64_t>(row1) * p.partial_ld + col1;
+    float x0[4], x1[4];
+    load_partial(src0, w0, x0);
+    load_partial(src1, w1, x1);
+#pragma unroll 1
+    for (int j0 = 1; j0 < count; j0 += batch) {
+      float v0[batch][4], v1[batch][4];
+#pragma unroll
+      for (int j = 0; j < batch; ++j)
+        if (j0 + j < count) {
+          load_partial(src0 + (j0 + j) * stride, w0, v0[j]);
+          load_partial(src1 + (j0 + j) * stride, w1, v1[j]);
+        }
+#pragma unroll
+      for (int j = 0; j < batch; ++j)
+        if (j0 + j < count) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            x0[i] += v0[j][i];
+            x1[i] += v1[j][i];
+          }
+        }
+    }
+#pragma unroll 1
+    for (int h = 0; h < 2; ++h) {  // one copy of the epilogue, on the first group, then on the second
+      const bool first = h == 0;
+      const int row = first ? row0 : row1, col = first ? col0 : col1, w = min(4, first ? w0 : w1);
+      float x[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) x[i] = first ? x0[i] : x1[i];
+      if (w > 0) epilogue_store<Epi>(p, row, col, w, x);
+    }
+  }
+}
+
 // Serial split-K, after the block of slice `slice` stored its partial of its tile: the last slice of
 // its group to arrive (whichever) adds the group's partials in slice order and stores the sum in place
 // of the group's first partial; the tile's last group to arrive adds the group sums in group order and
@@ -139,48 +199,25 @@ __device__ __forceinline__ void serial_split_k_finish(const GemmParams<typename 
   const int group_size = min(split_k_group_slices, p.split_k - group * split_k_group_slices);
   int* counters = p.semaphores + static_cast<std::int64_t>(blockIdx.x) * split_k_counters_per_tile(p.split_k);
   if (!arrive_last(counters + 1 + group, group_size)) return;
-  if (groups == 1) {  // the group is the whole sum
-    for_each_tile_quad<BM, BN, Threads>(p.m, p.n, m0, n0, [&](int row, int col, int n) {
-      float x[4];
-      group_sum(p, row, col, n, 0, x);
-      epilogue_store<Epi>(p, row, col, n, x);
-    });
-    return;
-  }
   const std::int64_t group_stride = split_k_group_slices * p.partial_slice;
-  if (group_size > 1) {  // a group of one slice is its own sum, already in place
-    for_each_tile_quad<BM, BN, Threads>(p.m, p.n, m0, n0, [&](int row, int col, int n) {
-      float x[4];
-      group_sum(p, row, col, n, group, x);
-      float* dst = p.partials + group * group_stride + static_cast<std::int64_t>(row) * p.partial_ld + col;
-      if (n == 4) {
-        __stcg(reinterpret_cast<float4*>(dst), make_float4(x[0], x[1], x[2], x[3]));
-      } else {
-        for (int i = 0; i < n; ++i) __stcg(dst + i, x[i]);
-      }
-    });
-  }
-  if (!arrive_last(counters, groups)) return;
-  constexpr int batch = 8;  // group sums in flight per 4-column group
-  for_each_tile_quad<BM, BN, Threads>(p.m, p.n, m0, n0, [&](int row, int col, int n) {
-    const float* src = p.partials + static_cast<std::int64_t>(row) * p.partial_ld + col;
-    float x[4];
-    load_partial(src, n, x);
-#pragma unroll 1
-    for (int g0 = 1; g0 < groups; g0 += batch) {
-      float v[batch][4];
-#pragma unroll
-      for (int j = 0; j < batch; ++j)
-        if (g0 + j < groups) load_partial(src + (g0 + j) * group_stride, n, v[j]);
-#pragma unroll
-      for (int j = 0; j < batch; ++j)
-        if (g0 + j < groups) {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) x[i] += v[j][i];
+  if (groups > 1) {
+    if (group_size > 1) {  // a group of one slice is its own sum, already in place
+      for_each_tile_quad<BM, BN, Threads>(p.m, p.n, m0, n0, [&](int row, int col, int n) {
+        float x[4];
+        group_sum(p, row, col, n, group, x);
+        float* dst = p.partials + group * group_stride + static_cast<std::int64_t>(row) * p.partial_ld + col;
+        if (n == 4) {
+          __stcg(reinterpret_cast<float4*>(dst), make_float4(x[0], x[1], x[2], x[3]));
+        } else {
+          for (int i = 0; i < n; ++i) __stcg(dst + i, x[i]);
         }
+      });
     }
-    epilogue_store<Epi>(p, row, col, n, x);
-  });
+    if (!arrive_last(counters, groups)) return;
+  }
+  // One group: its slices in order; several: the group sums (each in place of its group's first slice).
+  serial_split_k_epilogue<Epi, BM, BN, Threads>(p, m0, n0, groups == 1 ? p.partial_slice : group_stride,
+                                                groups == 1 ? p.split_k : groups, threadIdx.x);
 }
 
 // What store_tile does with a block's accumulators.
