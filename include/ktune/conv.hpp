@@ -91,12 +91,18 @@ inline Status conv2d(const Conv2dDesc& desc, const Conv2dOperands& ops, cudaStre
                      const ConvOptions& opt = {}) {
   KTUNE_RETURN_IF_ERROR(validate(desc, ops));
   KTUNE_RETURN_IF_ERROR(check_conv_launch_options(opt.launch));  // before anything is tuned or launched
+  // split_k > 1 only where the instance splits K (the gemm1x1 route): anything else refuses, launching nothing.
+  auto launch = [&](const ConvKernelEntry& e, const ConvLaunchOptions& lo) -> Status {
+    if (lo.split_k > 1 && !conv_supports_split_k(e.config))
+      return error(StatusCode::unsupported, "conv instance " + std::string(e.name) + " does not split K (split_k > 1)");
+    return e.launch(desc, ops, lo, stream);
+  };
   static const bool have_device = cuda_device_count() > 0;
   if (!have_device) return error(StatusCode::no_device, "no CUDA device found");
   if (opt.instance == nullptr && !opt.heuristic) {
     const ConvTactic* t = nullptr;
     if (default_tuner().select_conv(desc, ops, stream, t).ok() && t != nullptr) {
-      const Status st = t->entry->launch(desc, ops, is_default_launch(opt.launch) ? t->launch : opt.launch, stream);
+      const Status st = launch(*t->entry, is_default_launch(opt.launch) ? t->launch : opt.launch);
       // A Hopper route that this build has no sm_90a code for refuses to launch (no_instance, nothing
       // launched; tuning excludes it, but a heuristic or deferred choice may name it): the heuristic
       // choice among the mma.sync instances below.
@@ -107,12 +113,12 @@ inline Status conv2d(const Conv2dDesc& desc, const Conv2dOperands& ops, cudaStre
   KTUNE_RETURN_IF_ERROR(current_device(dev));
   const ConvKernelEntry* e = nullptr;
   KTUNE_RETURN_IF_ERROR(select_conv(desc, ops, conv_table(), dev, opt, e));
-  const Status st = e->launch(desc, ops, opt.launch, stream);
+  const Status st = launch(*e, opt.launch);
   // A program built without sm_90a code still lists the Hopper routes, whose launchers refuse to run
   // the trapping image (no_instance, nothing launched): take the best mma.sync instance instead.
   if (st.code() == StatusCode::no_instance && opt.instance == nullptr && is_sm90_iterator(e->config.iterator)) {
     KTUNE_RETURN_IF_ERROR(select_conv(desc, ops, conv_table(), dev, opt, e, false));
-    return e->launch(desc, ops, opt.launch, stream);
+    return launch(*e, opt.launch);
   }
   return st;
 }

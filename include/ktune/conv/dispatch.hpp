@@ -22,16 +22,29 @@ namespace ktune {
 
 struct ConvLaunchOptions {
   int raster_group = 8;  // output tiles are visited in groups of this many tile-rows, for L2 reuse
+  // Split-K of the implicit GEMM (K = C·R·S), as GemmLaunchOptions::split_k / split_mode: only the
+  // gemm1x1 route takes it (its kernel is the sm90 GEMM: kernel/sm90/split_k.cuh); the partials live in
+  // ktune's per-stream GEMM workspace pool (ktune/workspace.hpp).
+  int split_k = 1;
+  SplitKMode split_mode = SplitKMode::serial;
 };
 
 // Launch options a caller may set: out of range is an invalid argument, never clamped silently
-// (ktune::conv2d checks them before it tunes or launches). The range is the GEMM's (dispatch.hpp).
+// (ktune::conv2d checks them before it tunes or launches). The ranges are the GEMM's (dispatch.hpp).
 inline Status check_conv_launch_options(const ConvLaunchOptions& o) {
   if (o.raster_group < 1 || o.raster_group > max_raster_group)
     return error(StatusCode::invalid_argument, "conv raster_group must be in [1, " + std::to_string(max_raster_group) +
                                                    "], got " + std::to_string(o.raster_group));
+  if (o.split_k < 1 || o.split_k > max_split_k)
+    return error(StatusCode::invalid_argument, "conv split_k must be in [1, " + std::to_string(max_split_k) + "], got " +
+                                                   std::to_string(o.split_k));
+  if (o.split_mode != SplitKMode::serial && o.split_mode != SplitKMode::parallel)
+    return error(StatusCode::invalid_argument, "unknown conv split_mode");
   return {};
 }
+
+// Conv instances that take split_k > 1: the gemm1x1 route (the sm90 GEMM kernel).
+constexpr bool conv_supports_split_k(const ConvConfig& c) { return c.iterator == ConvIterator::gemm1x1; }
 
 struct ConvKernelEntry {
   std::string_view name;

@@ -1,10 +1,11 @@
 // ktune/conv/tactics.hpp — conv tactics: a conv instance plus the launch options it runs with, the
 // unit the tuner ranks, measures, pins and caches for conv2d keys (as ktune/gemm/tactics.hpp is for
-// GEMM). The only conv launch option is the raster group (ConvLaunchOptions), which every conv kernel
-// honours (mma.sync and the sm90 routes).
+// GEMM). Conv launch options (ConvLaunchOptions): the raster group, which every conv kernel honours
+// (mma.sync and the sm90 routes), and split-K, which only the gemm1x1 route takes (the sm90 GEMM kernel).
 //
 //   ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w32x32_s4_a8          default options (raster group 8)
 //   ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w32x32_s4_a8@rg16     raster group 16
+//   conv_gemm1x1+ktune_gemm_sm90_..._a8@split4p                           split-K 4, parallel reduction
 //
 // Ranking (conv_rank_less): the order the heuristic conv choice uses, so rank 1 is exactly what the
 // Heuristic policy (and select_conv) runs: gather rank, then the measured tile policy of the mma.sync
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "ktune/conv/dispatch.hpp"
+#include "ktune/gemm/split_k.hpp"
 #include "ktune/gemm/tactics.hpp"
 
 namespace ktune {
@@ -31,11 +33,21 @@ struct ConvTactic {
   std::string name;  // conv_tactic_name(entry->name, launch)
 };
 
-inline bool is_default_launch(const ConvLaunchOptions& o) { return o.raster_group == ConvLaunchOptions{}.raster_group; }
+// Do two option sets launch the same way? (The split mode only matters when K is split.)
+inline bool same_launch(const ConvLaunchOptions& a, const ConvLaunchOptions& b) {
+  return a.raster_group == b.raster_group && a.split_k == b.split_k && (a.split_k <= 1 || a.split_mode == b.split_mode);
+}
+inline bool is_default_launch(const ConvLaunchOptions& o) { return same_launch(o, ConvLaunchOptions{}); }
 
-// "rg16" for a non-default raster group; "" for default options.
+// "split4p", "rg16", "split4p@rg16" for non-default options (the GEMM's order); "" for default options.
 inline std::string launch_suffix(const ConvLaunchOptions& o) {
-  return is_default_launch(o) ? std::string() : "rg" + std::to_string(o.raster_group);
+  std::string s;
+  if (o.split_k > 1) s = "split" + std::to_string(o.split_k) + (o.split_mode == SplitKMode::parallel ? "p" : "s");
+  if (o.raster_group != ConvLaunchOptions{}.raster_group) {
+    if (!s.empty()) s += tactic_separator;
+    s += "rg" + std::to_string(o.raster_group);
+  }
+  return s;
 }
 
 inline std::string conv_tactic_name(std::string_view instance, const ConvLaunchOptions& o) {
@@ -47,22 +59,46 @@ inline std::string conv_tactic_name(std::string_view instance, const ConvLaunchO
 
 inline constexpr int conv_max_raster_group = 64;
 
-// Inverse of launch_suffix(ConvLaunchOptions): "rg<N>", N in [1, 64] without leading zeros, N ≠ 8
-// (the default has no suffix): every option set has one name.
+// Inverse of launch_suffix(ConvLaunchOptions): "split<N>s|p" (N in [2, max_split_k]) and "rg<N>" (N in
+// [1, 64], not the default 8), '@'-separated in that order, no leading zeros: every option set has one name.
 inline bool parse_conv_launch_suffix(std::string_view s, ConvLaunchOptions& out, std::string& why) {
   auto bad = [&](std::string w) {
     why = std::move(w);
     return false;
   };
-  if (s.size() < 3 || s.substr(0, 2) != "rg") return bad("conv launch options '" + std::string(s) + "' are not 'rg<N>'");
-  const std::string_view num = s.substr(2);
-  int v = 0;
-  const auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
-  if (ec != std::errc{} || p != num.data() + num.size() || num[0] == '0' || v < 1 || v > conv_max_raster_group)
-    return bad("conv raster group '" + std::string(num) + "' is not an integer in [1, " + std::to_string(conv_max_raster_group) + "]");
-  if (v == ConvLaunchOptions{}.raster_group)
-    return bad("raster group " + std::to_string(v) + " is the default (omit the launch options)");
-  out.raster_group = v;
+  ConvLaunchOptions o;
+  std::string_view rest = s;
+  while (!rest.empty()) {
+    const auto at = rest.find(tactic_separator);
+    const std::string_view knob = rest.substr(0, at);
+    rest = at == std::string_view::npos ? std::string_view{} : rest.substr(at + 1);
+    if (at != std::string_view::npos && rest.empty()) return bad("conv launch options '" + std::string(s) + "' end with '@'");
+    auto number = [&](std::string_view prefix, std::string_view& tail, int& v) {
+      if (knob.substr(0, prefix.size()) != prefix) return false;
+      const std::string_view num = knob.substr(prefix.size());
+      const auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
+      if (ec != std::errc{} || p == num.data() || num[0] == '0') return false;
+      tail = num.substr(static_cast<std::size_t>(p - num.data()));
+      return true;
+    };
+    std::string_view tail;
+    int v = 0;
+    if (number("split", tail, v) && v >= 2 && v <= max_split_k && (tail == "s" || tail == "p")) {
+      o.split_k = v;
+      o.split_mode = tail == "p" ? SplitKMode::parallel : SplitKMode::serial;
+    } else if (number("rg", tail, v) && tail.empty()) {
+      if (v < 1 || v > conv_max_raster_group)
+        return bad("conv raster group '" + std::to_string(v) + "' is not an integer in [1, " + std::to_string(conv_max_raster_group) + "]");
+      if (v == ConvLaunchOptions{}.raster_group)
+        return bad("raster group " + std::to_string(v) + " is the default (omit the launch options)");
+      o.raster_group = v;
+    } else {
+      return bad("conv launch options '" + std::string(s) + "': unknown option '" + std::string(knob) + "' (split<N>s|p, rg<N>)");
+    }
+  }
+  if (s.empty() || launch_suffix(o) != s)
+    return bad("conv launch options '" + std::string(s) + "' are not in canonical form (expected '" + launch_suffix(o) + "')");
+  out = o;
   return true;
 }
 
@@ -75,18 +111,28 @@ inline void conv_tile_grid(const ConvKernelEntry& e, const Conv2dDesc& d, double
 
 // The launch options worth timing for an instance on a problem, default first: a raster group of 16
 // when the grid has several tile columns, at least 32 tile rows and 4 waves (L2 reuse of the filters
-// across more rows; with one column grouping changes nothing).
+// across more rows; with one column grouping changes nothing); for the gemm1x1 route, the split counts
+// the GEMM would try on the same GEMM (split_k_variants: when its tiles fill less than a wave, e.g. the
+// 7×7-map layers of ResNet-50 at N = 32, M = 1568: 52-104 tiles for 132 SMs).
 inline std::vector<ConvLaunchOptions> conv_launch_variants(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
   std::vector<ConvLaunchOptions> v{ConvLaunchOptions{}};
   double rows = 0, cols = 0;
   conv_tile_grid(e, d, rows, cols);
   if (cols >= 2 && rows >= 32 && rows * cols >= 4.0 * std::max(1, dev.sm_count)) v.push_back(ConvLaunchOptions{16});
+  if (conv_supports_split_k(e.config))
+    for (const GemmLaunchOptions& g : split_k_variants(e.config.gemm, e.resources, implicit_gemm_of(d), dev))
+      if (g.split_k > 1) {
+        ConvLaunchOptions o;
+        o.split_k = g.split_k;
+        o.split_mode = g.split_mode;
+        v.push_back(o);
+      }
   return v;
 }
 
 inline bool is_conv_launch_variant(const ConvKernelEntry& e, const ConvLaunchOptions& o, const Conv2dDesc& d, const DeviceInfo& dev) {
   for (const ConvLaunchOptions& x : conv_launch_variants(e, d, dev))
-    if (x.raster_group == o.raster_group) return true;
+    if (same_launch(x, o)) return true;
   return false;
 }
 

@@ -21,7 +21,8 @@ GemmKernelEntry make_entry() {
   using Cfg = FamilyConfig<F, I>;
   if constexpr (is_wgmma(Cfg::value.math))  // Hopper: TMA + wgmma, warp-specialized (kernel/sm90/)
     return GemmKernelEntry{Cfg::name.view(), F::name, Cfg::value, estimate_resources(Cfg::value),
-                           &kernel::sm90::launch_builtin<Cfg>, &kernel::sm90::attributes_of<Cfg>};
+                           &kernel::sm90::launch_builtin<Cfg>, &kernel::sm90::attributes_of<Cfg>,
+                           &kernel::sm90::workspace_size_of<Cfg>};
   else
     return GemmKernelEntry{Cfg::name.view(), F::name, Cfg::value, estimate_resources(Cfg::value),
                            &kernel::launch_builtin<Cfg>, &kernel::attributes_of<Cfg>, kernel::workspace_size_fn<Cfg>()};

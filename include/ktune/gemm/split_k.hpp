@@ -31,10 +31,10 @@ constexpr bool large_aligned_16bit_tile(const GemmConfig& c) {
 }
 
 // Instances whose kernel takes split_k > 1: the sm80 mma.sync ones but the large aligned 16-bit tiles
-// (SIMT instances run at their 128-register cap, where the split-K epilogue spills; wgmma instances have
-// their own persistent kernel).
+// (SIMT instances run at their 128-register cap, where the split-K epilogue spills), and every wgmma
+// instance (its persistent kernel walks (tile, k-slice) units: kernel/sm90/split_k.cuh).
 constexpr bool supports_split_k(const GemmConfig& c) {
-  return uses_tensor_cores(c.math) && !is_wgmma(c.math) && !large_aligned_16bit_tile(c);
+  return is_wgmma(c.math) || (uses_tensor_cores(c.math) && !large_aligned_16bit_tile(c));
 }
 
 // The fixed summation order of the slices' partial sums (both modes, so they give the same bits run to
@@ -67,8 +67,13 @@ constexpr SplitKLayout split_k_layout(std::int64_t m, std::int64_t n, int tile_m
   return l;
 }
 
+// An instance's workspace. Serial mode's counters are per output tile for the sm80 kernels, per
+// consumer-warpgroup tile (config.warp) for the sm90 ones, whose warpgroups each finish their own part
+// of a tile (kernel/sm90/split_k.cuh).
 inline SplitKLayout split_k_layout(const GemmConfig& c, const GemmDesc& d, const GemmLaunchOptions& o) {
-  return split_k_layout(d.m, d.n, c.tile.m, c.tile.n, o.split_k, o.split_mode);
+  const bool per_warpgroup = is_wgmma(c.math);
+  return split_k_layout(d.m, d.n, per_warpgroup ? c.warp.m : c.tile.m, per_warpgroup ? c.warp.n : c.tile.n, o.split_k,
+                        o.split_mode);
 }
 
 // K-tiles of slice `s` of `splits`: [first, first + count) of k_tiles, as even as possible.
@@ -91,17 +96,15 @@ inline double split_k_estimate(std::int64_t tiles, std::int64_t k_tiles, int spl
 // shapes: the serial reduction's fence/atomic chain is on the critical path; the estimate's one-wave
 // s* was often one step too many: H200, 64x64x65536 32x64x128 @split64p 9.8 us vs its s* 128p 10.1).
 // At most 6 options, no duplicates.
-inline std::vector<GemmLaunchOptions> split_k_variants(const GemmKernelEntry& e, const GemmDesc& desc,
+// (This form: for a split-capable configuration c with resources r; conv's gemm1x1 route uses it.)
+inline std::vector<GemmLaunchOptions> split_k_variants(const GemmConfig& c, const GemmResources& r, const GemmDesc& desc,
                                                        const DeviceInfo& dev) {
   std::vector<GemmLaunchOptions> out(1);
-  if (e.workspace_size == nullptr || is_route(e)) return out;  // routes need workspace for copies, not split-K
   const GemmDesc d = resolved(desc);
-  const GemmConfig& c = e.config;
   const std::int64_t tiles = ((d.m + c.tile.m - 1) / c.tile.m) * ((d.n + c.tile.n - 1) / c.tile.n);
   const std::int64_t k_tiles = (d.k + c.tile.k - 1) / c.tile.k;
   const ArchTraits* arch = arch_for_cc(dev.cc);
   const int regs = arch ? arch->regs_per_sm : 65536, smem = arch ? arch->smem_per_sm_bytes : dev.smem_optin_bytes;
-  const GemmResources& r = e.resources;
   const int per_sm = std::max(1, std::min({regs / std::max(1, r.registers * r.threads),
                                            smem / std::max(1, r.smem_bytes + 1024), 2048 / std::max(1, r.threads)}));
   const double slots = double(std::max(1, dev.sm_count)) * per_sm;
@@ -131,6 +134,11 @@ inline std::vector<GemmLaunchOptions> split_k_variants(const GemmKernelEntry& e,
   add(best / 2, SplitKMode::parallel);
   add(twice, SplitKMode::parallel);
   return out;
+}
+inline std::vector<GemmLaunchOptions> split_k_variants(const GemmKernelEntry& e, const GemmDesc& desc,
+                                                       const DeviceInfo& dev) {
+  if (e.workspace_size == nullptr || is_route(e)) return std::vector<GemmLaunchOptions>(1);  // routes need workspace for copies
+  return split_k_variants(e.config, e.resources, desc, dev);
 }
 
 }  // namespace ktune

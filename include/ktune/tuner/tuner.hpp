@@ -379,6 +379,8 @@ class Tuner {
       ConvLaunchOptions lo;
       std::string why;
       if (!suffix.empty() && !parse_conv_launch_suffix(suffix, lo, why)) return error(StatusCode::invalid_argument, why);
+      if (lo.split_k > 1 && !conv_supports_split_k(e->config))
+        return error(StatusCode::unsupported, "conv instance " + std::string(instance) + " does not split K");
       const ConvKey key = make_conv_key(desc, al);
       std::shared_ptr<ConvSlot> slot = conv_slot_for(*ctx, key);
       std::lock_guard lock(slot->mu);
@@ -389,7 +391,8 @@ class Tuner {
   }
 
   // Conv tactics ranked best first: every instance that accepts the problem on `dev` in the heuristic
-  // conv order with its default options, then the other launch variants in the same order.
+  // conv order with its default options, each followed by its split-K variants (offered only where the
+  // tiles fill less than a wave, so a top-k cut keeps them), then the other launch variants in order.
   std::vector<ConvTactic> ranked_conv_tactics(const Conv2dDesc& d, const ConvAlignment& al, const DeviceInfo& dev, bool variants = true,
                                               std::vector<std::string>* why_not = nullptr) const {
     std::vector<const ConvKernelEntry*> c = ranked_conv_candidates(d, al, dev, why_not);
@@ -399,7 +402,7 @@ class Tuner {
       out.push_back(ConvTactic{e, ConvLaunchOptions{}, conv_tactic_name(e->name, ConvLaunchOptions{})});
       if (!variants) continue;
       for (const ConvLaunchOptions& o : conv_launch_variants(*e, d, dev))
-        if (!is_default_launch(o)) rest.push_back(ConvTactic{e, o, conv_tactic_name(e->name, o)});
+        if (!is_default_launch(o)) (o.split_k > 1 ? out : rest).push_back(ConvTactic{e, o, conv_tactic_name(e->name, o)});
     }
     for (auto& t : rest) out.push_back(std::move(t));
     return out;

@@ -22,6 +22,8 @@
 #include "ktune/conv/dispatch.hpp"
 #include "ktune/conv/kernel/im2col_box.hpp"
 #include "ktune/gemm/kernel/sm90/kernel.cuh"
+#include "ktune/gemm/split_k.hpp"
+#include "ktune/workspace.hpp"
 
 namespace ktune::kernel::sm90 {
 
@@ -57,7 +59,14 @@ Status launch_conv_gemm1x1(const Conv2dDesc& d, const Conv2dOperands& ops, const
                            cudaStream_t stream) {
   GemmLaunchOptions g;
   g.raster_group = opt.raster_group;
-  return launch_builtin<ConvGemmConfig<CfgT>>(conv_gemm1x1_desc(d), conv_gemm1x1_operands(ops), g, stream);
+  g.split_k = opt.split_k;
+  g.split_mode = opt.split_mode;
+  GemmOperands go = conv_gemm1x1_operands(ops);
+  if (g.split_k > 1) {  // split-K partials (and serial counters) from ktune's per-stream workspace pool
+    const std::size_t need = split_k_layout(ConvGemmConfig<CfgT>::value, resolved(conv_gemm1x1_desc(d)), g).total_bytes;
+    KTUNE_RETURN_IF_ERROR(gemm_workspace_pool().acquire(stream, need, go.workspace, go.workspace_bytes));
+  }
+  return launch_builtin<ConvGemmConfig<CfgT>>(conv_gemm1x1_desc(d), go, g, stream);
 }
 
 template <class CfgT>
@@ -195,6 +204,7 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
   constexpr auto kernel = conv_im2col_kernel<CfgT, Epi>;
   constexpr int smem = sm90_kernel_smem_bytes<ConvGemmConfig<CfgT>>;  // the model's, with the bias buffers
   static_assert(smem <= ::ktune::sm90.smem_optin_bytes, "the kernel's shared memory fits an sm90 block");
+  if (opt.split_k > 1) return error(StatusCode::unsupported, "the tma_im2col route does not split K (split_k > 1)");
   KTUNE_RETURN_IF_ERROR(ensure_sm90_image<kernel>());
   KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(smem));
   DeviceInfo dev;

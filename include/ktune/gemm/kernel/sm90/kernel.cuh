@@ -31,6 +31,7 @@
 #include "ktune/gemm/kernel/sm90/epilogue.cuh"
 #include "ktune/gemm/kernel/sm90/mainloop.cuh"
 #include "ktune/gemm/kernel/sm90/pipeline.cuh"
+#include "ktune/gemm/kernel/sm90/split_k.cuh"
 #include "ktune/gemm/kernel/sm90/tma.cuh"
 #include "ktune/gemm/resource_model.hpp"
 
@@ -130,7 +131,9 @@ __device__ __forceinline__ void consumer_order_signal(int other_consumer) {
 // tma_d: D's tensor map (8-row × 64-column boxes, 128-byte swizzle; 16-bit D) for the asynchronous store
 // (nullptr: every tile leaves through the consumers' own stores); d_store_boxes (2..): use at most that many
 // of the warp's store box buffers (0: all).
-template <GemmConfig C, class Epi, class Producer, Sm90Schedule Sch = Sm90Schedule{}>
+// SplitK: p.split_k > 1 splits every tile's k-tiles into slices, work units of their own (split_k.cuh);
+// false (conv im2col) leaves that code out.
+template <GemmConfig C, class Epi, class Producer, Sm90Schedule Sch = Sm90Schedule{}, bool SplitK = false>
 __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, const GemmParams<typename Epi::Params>& p,
                                                       const int k_tiles, const CUtensorMap* tma_d = nullptr,
                                                       bool fragments_allowed = true, int d_store_boxes = 0) {
@@ -166,8 +169,13 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   const int units_m = ML::pair_m ? (tiles_m + cl - 1) / cl : tiles_m;
   const int units_n = ML::pair_m ? tiles_n : (tiles_n + cl - 1) / cl;
   const int units = units_m * units_n;
+  // Split-K: work w is slice w % splits of unit w / splits (clusters of 1). Otherwise work = unit.
+  const int splits = SplitK && p.split_k > 1 ? p.split_k : 1;
+  const int works = units * splits;
   const int first_unit = static_cast<int>(blockIdx.x) / cl, unit_step = static_cast<int>(gridDim.x) / cl;
-  auto tile_of = [&](int unit) {
+  auto k_range = [&](int w) { return SplitK && splits > 1 ? k_slice(k_tiles, w % splits, splits) : KRange{0, k_tiles}; };
+  auto tile_of = [&](int w) {
+    const int unit = SplitK && splits > 1 ? w / splits : w;
     const TileCoord u = grouped_raster(unit, units_m, units_n, p.raster_group);
     return ML::pair_m ? TileCoord{u.m * cl + static_cast<int>(rank), u.n} : TileCoord{u.m, u.n * cl + static_cast<int>(rank)};
   };
@@ -179,9 +187,10 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     if (threadIdx.x == 0) {
       producer.prefetch();
       RingState<S> st;
-      for (int unit = first_unit; unit < units; unit += unit_step) {
+      for (int unit = first_unit; unit < works; unit += unit_step) {
         const TileCoord tc = tile_of(unit);  // may lie past M or N in a pair: TMA reads zeros there
-        for (int kt = 0; kt < k_tiles; ++kt) {
+        const KRange kr = k_range(unit);
+        for (int kt = kr.first; kt < kr.first + kr.count; ++kt) {
           std::uint64_t* bar = pipe.acquire(st, ML::stage_bytes);
           producer.load(ring + st.stage * ML::stage_bytes, bar, tc, kt, cluster, rank);
           st.advance();
@@ -200,7 +209,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     bool fragments = false;
     constexpr bool bias_buffers = sm90_kernel_bias_bytes(C, Sch) > 0;
     if constexpr (std::is_same_v<Epi, epilogue::Builtin>)
-      fragments = fragments_allowed && !identity && fragment_epilogue(p.ep, p.d_vec4) && (bias_buffers || p.ep.bias == nullptr);
+      fragments = fragments_allowed && splits == 1 && !identity && fragment_epilogue(p.ep, p.d_vec4) && (bias_buffers || p.ep.bias == nullptr);
     const bool bias_ahead = fragments && p.ep.bias != nullptr;
     // 16-bit D leaves through the asynchronous TMA store (epilogue.cuh) when the launcher made D's tensor
     // map and the accumulators hold D's values (identity or fragment epilogue), through `store_boxes`
@@ -223,31 +232,35 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     };
     if constexpr (std::is_same_v<Epi, epilogue::Builtin>) {
       const int mine = first_unit + (PingPong ? cw * unit_step : 0);
-      if (bias_ahead && mine < units) prefetch_bias(col0_of(mine), 0);
+      if (bias_ahead && mine < works) prefetch_bias(col0_of(mine), 0);
     }
     int local = 0;  // this consumer's tiles so far: tile `local` reads bias buffer local % 2
-    typename ML::Accumulators acc;
     RingState<S> st;
     int turn = 0;  // ping-pong: this CTA's tiles alternate between consumers 0 and 1
-    for (int unit = first_unit; unit < units; unit += unit_step, ++turn) {
+    for (int unit = first_unit; unit < works; unit += unit_step, ++turn) {
+      const KRange kr = k_range(unit);
       if constexpr (PingPong) {
         if ((turn & 1) != cw) {  // the other consumer's tile
-          st.skip(k_tiles);
+          st.skip(kr.count);
           continue;
         }
         if (turn > 0) consumer_order_wait(cw);  // the other consumer has waited for all of tile turn-1
+        if (kr.count == 0 && unit + unit_step < works) consumer_order_signal(1 - cw);  // an empty slice
       }
+      // Per tile: not live across tiles (the wgmma asm reads and writes them), so not across the
+      // split-K finish either.
+      typename ML::Accumulators acc;
       const TileCoord tc = tile_of(unit);
       const int row0 = tc.m * C.tile.m + ML::wg_row0(sub) + 16 * warp_in_wg;
       const int col0 = tc.n * C.tile.n + ML::wg_col0(sub);
       const int buffer = local++ & 1;
       const int next = unit + (PingPong ? 2 : 1) * unit_step;  // this consumer's next tile
-      const int next_col0 = bias_ahead && next < units ? col0_of(next) : -1;
+      const int next_col0 = bias_ahead && next < works ? col0_of(next) : -1;
       int previous = 0;
-      for (int kt = 0; kt < k_tiles; ++kt) {
+      for (int kt = 0; kt < kr.count; ++kt) {
         pipe.wait_full(st);
         if constexpr (PingPong)
-          if (kt == k_tiles - 1 && unit + unit_step < units) consumer_order_signal(1 - cw);
+          if (kt == kr.count - 1 && unit + unit_step < works) consumer_order_signal(1 - cw);
         ML::mma(acc, d0, st.stage, kt > 0);
         wgmma_wait<1>();  // the previous k-tile's wgmmas are done: its slot may be refilled
         if (kt > 0 && lane == 0) pipe.release(previous, cluster);
@@ -255,9 +268,27 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
         st.advance();
       }
       wgmma_wait<0>();
-      if (lane == 0) pipe.release(previous, cluster);
+      if (lane == 0 && kr.count > 0) pipe.release(previous, cluster);
 #pragma unroll
       for (int mi = 0; mi < ML::MI; ++mi) fence_registers(acc[mi]);
+
+      if constexpr (SplitK) {
+        if (splits > 1) {  // this slice's fp32 partial (split_k.cuh); an empty slice's is zero
+          if (kr.count == 0) {
+#pragma unroll
+            for (int mi = 0; mi < ML::MI; ++mi)
+#pragma unroll
+              for (int i = 0; i < ML::WN / 2; ++i) acc[mi][i] = 0.0f;
+          }
+          const int slice = unit % splits, sub_row0 = row0 - 16 * warp_in_wg;
+          store_partial<ML>(acc, p.partials + slice * p.partial_slice, p.partial_ld, row0, col0, p.m, p.n);
+          // Serial mode: the sub-tile's last slice adds the partials and applies the epilogue; parallel
+          // mode: splitk_reduce_kernel does. (The sub-tile test is warpgroup-uniform.)
+          if (p.split_serial && sub_row0 < p.m && col0 < p.n)
+            serial_split_k_finish<Epi, ML::WM, ML::WN>(p, sub_row0, col0, slice, cw);
+          continue;
+        }
+      }
 
       if constexpr (std::is_same_v<Epi, epilogue::Builtin>) {
         if (fragments) apply_fragments<ML>(p, acc, bias_buffer(buffer), cw);
@@ -301,7 +332,7 @@ __global__ void __launch_bounds__(sm90_kernel_threads<CfgT>, 1)
 #if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr GemmConfig C = CfgT::value;
   constexpr Sm90Schedule sch = schedule_of<CfgT>();
-  warp_specialized_gemm<C, Epi, GemmTmaProducer<C>, sch>(GemmTmaProducer<C>{&tma_a, &tma_b}, p,
+  warp_specialized_gemm<C, Epi, GemmTmaProducer<C>, sch, true>(GemmTmaProducer<C>{&tma_a, &tma_b}, p,
                                                          (p.k + C.tile.k - 1) / C.tile.k,
                                                          d_store_boxes > 0 ? &tma_d : nullptr, !staged_epilogue,
                                                          d_store_boxes);
@@ -367,6 +398,8 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
                 "an instance's shared memory is the resource model's (probes: TMA-store buffers, ping-pong by flag)");
   constexpr int threads = sm90_kernel_threads<CfgT>;
   const GemmDesc d = resolved(d0);
+  KTUNE_RETURN_IF_ERROR(check_sm90_split_k(C, d, ops, opt));  // before anything is launched or written
+  const bool split = opt.split_k > 1;
   KTUNE_RETURN_IF_ERROR(ensure_sm90_image<kernel>());
   KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(smem));
   DeviceInfo dev;
@@ -390,7 +423,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   if (tiles > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
   const std::int64_t pair_dim = ML::pair_m ? tiles_m : tiles_n;
   int cluster = opt.cluster == 2 ? 2 : 1;
-  if (pair_clusters < 1) cluster = 1;
+  if (pair_clusters < 1 || split) cluster = 1;
 
   CUtensorMap ta, tb;
   const DType t = C.operand();
@@ -405,12 +438,13 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   else
     KTUNE_RETURN_IF_ERROR(make_tensor_map(tb, t, ops.b, d.n, d.k, d.ldb, ML::mn_box_inner, ML::b_box_outer(mc)));
 
-  const GemmParams<typename Epi::Params> p = make_gemm_params(d, ops, opt, ep);
+  GemmParams<typename Epi::Params> p = make_gemm_params(d, ops, opt, ep);
+  if (split) KTUNE_RETURN_IF_ERROR(set_sm90_split_k(p, C, d, ops, opt, stream));
   // D through the asynchronous TMA store where D and the epilogue allow it (epilogue.cuh: make_store_map).
   CUtensorMap td{};
   int d_store_boxes = 0;  // > 0: the kernel stores D through the TMA (td)
   if constexpr (sm90_async_store_fits<ML> && std::is_same_v<Epi, epilogue::Builtin>)
-    d_store_boxes = make_store_map(td, d.d_type, ops.d, d.m, d.n, d.ldd, d.epilogue);
+    if (!split) d_store_boxes = make_store_map(td, d.d_type, ops.d, d.m, d.n, d.ldd, d.epilogue);
 
   // A/B switch for measurements: KTUNE_SM90_STAGED_EPILOGUE=1 runs every built-in epilogue through the
   // staged store (store_builtin) instead of the accumulator-fragment path.
@@ -418,9 +452,12 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   const std::int64_t sms = dev.sm_count > 0 ? dev.sm_count : 1;
   if (cluster == 1) {
     const std::int64_t slots = opt.max_ctas > 0 ? opt.max_ctas : sms * per_sm_blocks;
-    const unsigned grid = static_cast<unsigned>(tiles < slots ? tiles : slots);
+    const std::int64_t works = tiles * (split ? opt.split_k : 1);  // split-K: (tile, slice) units
+    if (works > 0x7fffffff) return error(StatusCode::invalid_argument, "too many (tile, k-slice) units for one launch");
+    const unsigned grid = static_cast<unsigned>(works < slots ? works : slots);
     kernel<<<grid, threads, smem, stream>>>(ta, tb, p, td, d_store_boxes, staged);
-    return cuda_status(cudaGetLastError(), "sm90 GEMM kernel launch");
+    KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "sm90 GEMM kernel launch"));
+    return split && !p.split_serial ? launch_sm90_splitk_reduce<Epi>(p, d, stream) : Status{};
   }
   const std::int64_t units = ceil_div(pair_dim, std::int64_t{2}) * (tiles / pair_dim);
   const std::int64_t clusters =

@@ -1,0 +1,196 @@
+// ktune/gemm/kernel/sm90/split_k.cuh — split-K in the Hopper persistent kernel (GemmLaunchOptions::
+// split_k > 1): the same workspace, the same slices and the same fixed summation order as the sm80
+// instances (gemm/split_k.hpp, kernel/gemm_kernel.cuh), so serial and parallel mode give the same bits.
+//
+// Work units: the persistent loop walks units × split_k (tile, k-slice) pairs, the slices of one tile
+// adjacent (work w = unit·split_k + slice), each with its k-tiles k_slice(k_tiles, slice, split_k). The
+// producer loads a unit's slice, the consumers compute it like a tile; then each consumer warpgroup
+// stores its WM×WN accumulators (its sub-tile of the tile) as fp32 partials (straight from the wgmma
+// fragments, 32-byte row segments through L2: no staging, no barrier). An empty slice (more slices than
+// k-tiles) stores zeros.
+//   parallel: splitk_reduce_kernel (gemm_kernel.cuh) adds the partials and applies the epilogue.
+//   serial:   per warpgroup sub-tile, arrival counters as in sm80's serial_split_k_finish: the last slice
+//             of a group of split_k_group_slices to arrive adds the group, the last group adds the group
+//             sums and applies the epilogue (serial_split_k_epilogue, gemm_kernel.cuh). Only the 128 threads of that consumer
+//             warpgroup take part (the producer and the other consumer run on): named barrier 5 + consumer.
+//             Counters: split_k_counters_per_tile per WM×WN sub-tile of D, so the workspace layout is
+//             split_k_layout with the warpgroup tile (sm90_split_k_layout).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "ktune/dispatch.hpp"
+#include "ktune/gemm/kernel/gemm_kernel.cuh"
+#include "ktune/gemm/kernel/params.cuh"
+#include "ktune/gemm/kernel/schedule.cuh"
+#include "ktune/gemm/split_k.hpp"
+#include "ktune/workspace.hpp"
+
+namespace ktune::kernel::sm90 {
+
+// The workspace of an sm90 instance: counters per warpgroup tile (WM×WN), partials as for sm80.
+inline SplitKLayout sm90_split_k_layout(const GemmConfig& c, const GemmDesc& d, const GemmLaunchOptions& o) {
+  return split_k_layout(c, d, o);
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// Named barrier 5 + consumer over that consumer warpgroup's 128 threads (1-2 order ping-pong consumers,
+// 3-4 the bias buffers). Immediate ids: a register id makes ptxas reserve all 16 barriers. Hand PTX:
+// cuda::ptx has no named barrier.
+__device__ __forceinline__ void split_bar_sync(int consumer) {
+  if (consumer == 0) asm volatile("bar.sync 5, 128;\n" ::: "memory");
+  else asm volatile("bar.sync 6, 128;\n" ::: "memory");
+}
+__device__ __forceinline__ bool split_bar_or(int consumer, bool v) {
+  unsigned out;
+  if (consumer == 0)
+    asm volatile("{\n .reg .pred p;\n setp.ne.u32 p, %1, 0;\n bar.red.or.pred p, 5, 128, p;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(out) : "r"(unsigned(v)) : "memory");
+  else
+    asm volatile("{\n .reg .pred p;\n setp.ne.u32 p, %1, 0;\n bar.red.or.pred p, 6, 128, p;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(out) : "r"(unsigned(v)) : "memory");
+  return out != 0;
+}
+
+// arrive_last (gemm_kernel.cuh) for the consumer warpgroup `consumer`: publish its writes, count its
+// arrival; true in every thread of the warpgroup that completes the count (which resets the counter
+// and then sees the others' writes).
+__device__ __forceinline__ bool warpgroup_arrive_last(int* counter, int expected, int consumer) {
+  if (expected <= 1) return true;
+  __threadfence();
+  split_bar_sync(consumer);
+  bool last = false;
+  if ((threadIdx.x & 127) == 0) {
+    last = atomicAdd(counter, 1) == expected - 1;
+    if (last) *counter = 0;
+  }
+  if (!split_bar_or(consumer, last)) return false;
+  __threadfence();
+  return true;
+}
+
+// This warp's accumulators → its rows of the partial matrix `dst` (row stride ld, ld % 4 == 0, ld ≥ n
+// rounded up to 4: a pair at an even col < n stays inside its row). Fragment layout: lane (g, t) holds
+// rows g and g + 8 of each 16-row band, columns 8j + 2t, +1.
+template <class ML>
+__device__ __forceinline__ void store_partial(const typename ML::Accumulators& acc, float* dst, std::int64_t ld,
+                                              int row0, int col0, int m, int n) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int mi = 0; mi < ML::MI; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + 64 * mi + g + 8 * h;
+      if (row >= m) continue;
+      float* r = dst + static_cast<std::int64_t>(row) * ld;
+#pragma unroll
+      for (int j = 0; j < ML::WN / 8; ++j) {
+        const int col = col0 + 8 * j + 2 * t;
+        if (col < n) __stcg(reinterpret_cast<float2*>(r + col), make_float2(acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]));
+      }
+    }
+}
+
+// Serial mode, after consumer warpgroup `consumer` stored the partial of slice `slice` of its WM×WN
+// sub-tile at (r0, c0): sm80's serial_split_k_finish over the sub-tile's counters, with the warpgroup's
+// 128 threads in place of a block. The last slice of its group to arrive adds the group's partials in
+// slice order (with more groups, into the group's first partial); the last group to arrive adds the
+// group sums in group order and applies the epilogue (gemm_kernel.cuh's serial_split_k_epilogue: the
+// epilogue inlined once). The same sums in the same order as splitk_reduce_kernel (parallel mode).
+template <class Epi, int WM, int WN>
+__device__ __forceinline__ void serial_split_k_finish(const GemmParams<typename Epi::Params>& p, int r0, int c0, int slice,
+                                                      int consumer) {
+  const int groups = split_k_groups(p.split_k), group = slice / split_k_group_slices;
+  const int group_size = min(split_k_group_slices, p.split_k - group * split_k_group_slices);
+  const int subtiles_n = (p.n + WN - 1) / WN;
+  int* counters = p.semaphores + static_cast<std::int64_t>((r0 / WM) * subtiles_n + c0 / WN) * split_k_counters_per_tile(p.split_k);
+  if (!warpgroup_arrive_last(counters + 1 + group, group_size, consumer)) return;
+  const std::int64_t group_stride = split_k_group_slices * p.partial_slice;
+  if (groups > 1) {
+    if (group_size > 1) {  // a group of one slice is its own sum, already in place
+      constexpr int quads_per_row = WN / 4;
+#pragma unroll 1
+      for (int q = threadIdx.x & 127; q < WM * quads_per_row; q += 128) {
+        const int row = r0 + q / quads_per_row, col = c0 + (q % quads_per_row) * 4;
+        if (row >= p.m || col >= p.n) continue;
+        const int n = min(4, p.n - col);
+        float x[4];
+        group_sum(p, row, col, n, group, x);
+        float* dst = p.partials + group * group_stride + static_cast<std::int64_t>(row) * p.partial_ld + col;
+        if (n == 4) {
+          __stcg(reinterpret_cast<float4*>(dst), make_float4(x[0], x[1], x[2], x[3]));
+        } else {
+          for (int i = 0; i < n; ++i) __stcg(dst + i, x[i]);
+        }
+      }
+    }
+    if (!warpgroup_arrive_last(counters, groups, consumer)) return;
+  }
+  serial_split_k_epilogue<Epi, WM, WN, 128>(p, r0, c0, groups == 1 ? p.partial_slice : group_stride,
+                                            groups == 1 ? p.split_k : groups, static_cast<int>(threadIdx.x & 127));
+}
+#endif
+
+// ---- Host side -------------------------------------------------------------------------------------
+
+// The caller's options and workspace for a split launch of instance C (split_k > 1): clusters of 1
+// only, the workspace large enough and 16-byte aligned. Nothing is launched when this fails.
+inline Status check_sm90_split_k(const GemmConfig& c, const GemmDesc& d, const GemmOperands& ops, const GemmLaunchOptions& opt) {
+  if (opt.split_k < 1 || opt.split_k > max_split_k || (opt.split_mode != SplitKMode::serial && opt.split_mode != SplitKMode::parallel))
+    return error(StatusCode::invalid_argument, "split_k must be in [1, " + std::to_string(max_split_k) +
+                                                   "] with a known split_mode, got " + std::to_string(opt.split_k));
+  if (opt.split_k == 1) return {};
+  if (opt.cluster == 2) return error(StatusCode::unsupported, "sm90 split-K runs in clusters of 1 (split_k > 1 with cluster = 2)");
+  const std::size_t need = sm90_split_k_layout(c, d, opt).total_bytes;
+  if (ops.workspace == nullptr || ops.workspace_bytes < need)
+    return error(StatusCode::invalid_argument, "workspace too small: split_k=" + std::to_string(opt.split_k) + " needs " +
+                                                   std::to_string(need) + " bytes, got " +
+                                                   std::to_string(ops.workspace == nullptr ? 0 : ops.workspace_bytes));
+  if (reinterpret_cast<std::uintptr_t>(ops.workspace) % 16 != 0)
+    return error(StatusCode::misaligned, "workspace must be 16-byte aligned");
+  return {};
+}
+
+// q (the GEMM's parameters) with split-K's fields set: partials in the workspace, serial mode's counters
+// from ktune's per-stream pool, else from the workspace, zeroed in stream.
+template <class EpiParams>
+Status set_sm90_split_k(GemmParams<EpiParams>& q, const GemmConfig& c, const GemmDesc& d, const GemmOperands& ops,
+                        const GemmLaunchOptions& opt, cudaStream_t stream) {
+  const SplitKLayout ws = sm90_split_k_layout(c, d, opt);
+  q.split_k = opt.split_k;
+  q.split_serial = opt.split_mode == SplitKMode::serial;
+  q.partials = reinterpret_cast<float*>(static_cast<char*>(ops.workspace) + ws.partials_offset);
+  q.partial_ld = ws.partial_ld;
+  q.partial_slice = ws.partial_ld * d.m;
+  if (q.split_serial) {
+    const std::int64_t subtiles = ceil_div(d.m, std::int64_t{c.warp.m}) * ceil_div(d.n, std::int64_t{c.warp.n});
+    q.semaphores = split_k_counter_pool().get(stream, subtiles * split_k_counters_per_tile(opt.split_k));
+    if (q.semaphores == nullptr) {
+      q.semaphores = static_cast<int*>(ops.workspace);
+      KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(ops.workspace, 0, ws.semaphore_bytes, stream), "split-K counters"));
+    }
+  }
+  return {};
+}
+
+// Parallel mode's second kernel (gemm_kernel.cuh's splitk_reduce_kernel, as the sm80 launcher runs it).
+template <class Epi>
+Status launch_sm90_splitk_reduce(const GemmParams<typename Epi::Params>& q, const GemmDesc& d, cudaStream_t stream) {
+  const int groups = split_k_groups(q.split_k);
+  int lanes = 1;
+  while (lanes < groups) lanes *= 2;
+  const std::int64_t quads = d.m * ceil_div(d.n, std::int64_t{4}), per_block = splitk_reduce_threads / lanes;
+  splitk_reduce_kernel<Epi><<<static_cast<unsigned>(ceil_div(quads, per_block)), splitk_reduce_threads, 0, stream>>>(q, lanes);
+  return cuda_status(cudaGetLastError(), "split-K reduction kernel launch");
+}
+
+// Workspace bytes of an sm90 instance (GemmKernelEntry::workspace_size).
+template <class CfgT>
+std::size_t workspace_size_of(const GemmDesc& d, const GemmLaunchOptions& opt) {
+  return sm90_split_k_layout(CfgT::value, resolved(d), opt).total_bytes;
+}
+
+}  // namespace ktune::kernel::sm90
