@@ -65,12 +65,17 @@ struct MmaMainloop {
   using CopyA = TileCopy<T, a_kc ? BM : BK, a_kc ? BK : BM, C.align, threads>;
   using CopyB = TileCopy<T, b_kc ? BN : BK, b_kc ? BK : BN, C.align, threads>;
   static constexpr int stage_bytes = TileA::bytes + TileB::bytes;
+  // Both operands copied by whole-row passes of cp.async vectors: k-tile iterators (smem.cuh).
+  static constexpr bool iterated_copies =
+      OperandTileIterator<CopyA, a_kc, T>::applies && OperandTileIterator<CopyB, b_kc, T>::applies;
 
   // ---- ldmatrix addressing ------------------------------------------------------------------------
   // A lane's shared-memory offset for fragment (idx, kk) is computed once for (0, 0); the others are a
-  // constant add plus a constant XOR, because the swizzle key only depends on bits the steps do not
-  // touch (checked below at compile time; otherwise the offset is computed in full). The mainloop runs
-  // at ~250 registers, where every address the compiler must rematerialize costs issue slots.
+  // constant XOR plus a constant add, because the swizzle key only depends on bits the steps do not
+  // touch (checked below at compile time; otherwise the offset is computed in full). The XOR (< 128)
+  // comes first and the add (a multiple of 128) last, so one register per XOR value serves every
+  // fragment through ldmatrix's immediate offset. The mainloop runs at ~250 registers, where every
+  // address the compiler must keep or rematerialize costs.
   static constexpr int gcd128(int bytes) { return bytes % 128 == 0 ? 128 : bytes % 64 == 0 ? 64 : bytes % 32 == 0 ? 32 : 16; }
   // K-contiguous: k-steps move 32 bytes inside a ≤128-byte row; fragments move 16 rows.
   template <class Tile>
@@ -97,12 +102,12 @@ struct MmaMainloop {
     const int m0 = wm0 + i * instr.m, k0 = kk * instr.k;
     if constexpr (a_kc) {
       // 4 8×(16 B) matrices: rows m0 + lane%16, chunk k0 + (lane/16)·chunk.
-      const int off = fast_a ? (base + i * 16 * TileA::row_bytes) ^ (kk * 32)
+      const int off = fast_a ? (base ^ (kk * 32)) + i * 16 * TileA::row_bytes
                              : TileA::offset(m0 + (lane & 15), k0 + (lane >> 4) * chunk);
       ldmatrix_x4<false>(a, sA + off);
     } else if constexpr (!tf32) {
       // Stored [k][m]: transpose on load. Matrix q = lane/8 covers m (q%2)·8.., k (q/2)·8..
-      const int off = fast_a ? (base + kk * 16 * TileA::row_bytes) ^ (i * 32)
+      const int off = fast_a ? (base ^ (i * 32)) + kk * 16 * TileA::row_bytes
                              : TileA::offset(k0 + (lane >> 4) * 8 + (lane & 7), m0 + ((lane >> 3) & 1) * 8);
       ldmatrix_x4<true>(a, sA + off);
     } else {
@@ -122,11 +127,11 @@ struct MmaMainloop {
                                                 int lane) {
     const int n0 = wn0 + j * 2 * instr.n, k0 = kk * instr.k;
     if constexpr (b_kc) {
-      const int off = fast_b ? (base + j * 16 * TileB::row_bytes) ^ (kk * 32)
+      const int off = fast_b ? (base ^ (kk * 32)) + j * 16 * TileB::row_bytes
                              : TileB::offset(n0 + (lane >> 4) * 8 + (lane & 7), k0 + ((lane >> 3) & 1) * chunk);
       ldmatrix_x4<false>(b, sB + off);
     } else if constexpr (!tf32) {
-      const int off = fast_b ? (base + kk * 16 * TileB::row_bytes) ^ (j * 32)
+      const int off = fast_b ? (base ^ (j * 32)) + kk * 16 * TileB::row_bytes
                              : TileB::offset(k0 + ((lane >> 3) & 1) * 8 + (lane & 7), n0 + (lane >> 4) * 8);
       ldmatrix_x4<true>(b, sB + off);
     } else {
@@ -174,9 +179,19 @@ struct MmaMainloop {
                                              int kt_first = 0, int kt_count = -1) {
     const int tid = threadIdx.x;
     if (kt_count < 0) kt_count = (K + BK - 1) / BK;
-    run_pipelined_tiles(acc, smem, kt_count, [&](int slot, int kt) {
-      load_stage(smem, slot, kt_first + kt, A, lda, B, ldb, m0, n0, M, N, K, tid);
-    });
+    if constexpr (iterated_copies) {
+      OperandTileIterator<CopyA, a_kc, T> ia(A, lda, m0, kt_first, M, K, tid);
+      OperandTileIterator<CopyB, b_kc, T> ib(B, ldb, n0, kt_first, N, K, tid);
+      run_pipelined_tiles(acc, smem, kt_count, [&](int slot, int) {
+        char* sA = smem + slot * stage_bytes;
+        ia.copy_and_advance(sA);
+        ib.copy_and_advance(sA + TileA::bytes);
+      });
+    } else {
+      run_pipelined_tiles(acc, smem, kt_count, [&](int slot, int kt) {
+        load_stage(smem, slot, kt_first + kt, A, lda, B, ldb, m0, n0, M, N, K, tid);
+      });
+    }
   }
 
   // The pipeline with the global→shared copies supplied by the caller: load(slot, kt) issues the

@@ -52,6 +52,7 @@ struct TileCopy {
   // instead of per vector (the mainloop runs at ~250 registers, where recomputation is expensive).
   static constexpr bool regular = Threads % vectors_per_row == 0;
   static constexpr int row_step = regular ? Threads / vectors_per_row : 0;
+  using TileType = Tile;
 
   __device__ __forceinline__ static void issue(char* dst, const T* src, bool in) {
     if constexpr (vec_bytes >= 4) {
@@ -88,6 +89,61 @@ struct TileCopy {
         issue(smem + Tile::offset(r, c), in ? gmem + r * ld + c : gmem, in);
       }
     }
+  }
+};
+
+// One operand's k-tiles in order, for a Copy whose threads cover whole rows (Copy::regular, cp.async
+// vectors): the thread's source pointer advances by one k-tile per call instead of being recomputed,
+// the MN-bound predicates are computed once, and out-of-range vectors are zero-filled from the
+// unselected address (source size 0: nothing is read). Rows of the tile are MN (K-contiguous operand)
+// or K (MN-contiguous operand).
+template <class Copy, bool KContig, class T>
+struct OperandTileIterator {
+  using Tile = typename Copy::TileType;
+  // Whole rows per pass, cp.async vectors, a constant destination stride, a 32-bit MN mask.
+  static constexpr bool applies = Copy::regular && Copy::vec_bytes >= 4 && Copy::iterations <= 32 &&
+                                  Tile::repeats_every(Copy::row_step);
+  static constexpr int vec = Copy::vec_bytes / int(sizeof(T));
+  static constexpr int k_extent = KContig ? Copy::vectors_per_row * vec : Copy::iterations * Copy::row_step;  // BK
+
+  const T* src;          // the thread's first vector of the current k-tile
+  std::int64_t step;     // elements between the thread's consecutive vectors (row_step rows)
+  int dst;               // byte offset of the thread's first vector in the tile
+  int k_left;            // K minus the current k-tile's first k, minus the thread's own k offset
+  unsigned mn_in;        // bit i: vector i lies inside MN
+
+  // Operand base, leading dimension, the block's first MN index, the first k-tile, MN and K.
+  __device__ __forceinline__ OperandTileIterator(const T* base, std::int64_t ld, int mn0, int kt_first, int MN, int K,
+                                                 int tid) {
+    const int r0 = tid / Copy::vectors_per_row, c = (tid % Copy::vectors_per_row) * vec;
+    const int k0 = kt_first * k_extent;
+    dst = Tile::offset(r0, c);
+    step = std::int64_t{Copy::row_step} * ld;
+    mn_in = 0;
+    if constexpr (KContig) {  // rows: MN, columns: K
+      src = base + std::int64_t(mn0 + r0) * ld + k0 + c;
+      k_left = K - k0 - c;
+#pragma unroll
+      for (int i = 0; i < Copy::iterations; ++i) mn_in |= unsigned(mn0 + r0 + i * Copy::row_step < MN) << i;
+    } else {  // rows: K, columns: MN
+      src = base + std::int64_t(k0 + r0) * ld + mn0 + c;
+      k_left = K - k0 - r0;
+      mn_in = mn0 + c < MN ? ~0u : 0u;
+    }
+  }
+
+  // Issue the copies of the current k-tile into `smem` (a Tile) and move to the next k-tile.
+  __device__ __forceinline__ void copy_and_advance(char* smem) {
+    static_assert(applies, "OperandTileIterator::applies is false for this copy");
+#pragma unroll
+    for (int i = 0; i < Copy::iterations; ++i) {
+      const bool k_in = KContig ? k_left > 0 : i * Copy::row_step < k_left;
+      const bool in = k_in && (mn_in >> i & 1u);
+      __pipeline_memcpy_async(smem + dst + i * Copy::row_step * Tile::row_bytes, src + i * step, Copy::vec_bytes,
+                              in ? 0 : Copy::vec_bytes);
+    }
+    src += KContig ? std::int64_t{k_extent} : Copy::iterations * step;  // one k-tile: BK columns or BK rows
+    k_left -= k_extent;
   }
 };
 
