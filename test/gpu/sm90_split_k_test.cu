@@ -203,8 +203,12 @@ TEST_CASE("sm90 split-K: serial and parallel bit-identical, run to run, with eve
       x.ops.b = op.B.data();
       x.ops.d = x.D.data();
       if (variant == 0) x.d.epilogue = bias_activation(Activation::relu);
+      if (variant == 2) {  // f32 D: alpha that rounds, bias, ReLU
+        x.d.epilogue = bias_activation(Activation::relu);
+        x.d.epilogue.alpha = 0.9f;
+      }
       if (variant == 1) {
-        x.d.epilogue = linear_combination(0.5f, 0.25f);
+        x.d.epilogue = linear_combination(1.3f, 0.7f);  // products that round: FMA contraction would show
         x.d.epilogue.bias = true;
         x.d.epilogue.activation = Activation::silu;
         x.C = random_matrix(storage(x.d.d_type, M, N, true), rng);

@@ -282,11 +282,12 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
           }
           const int slice = unit % splits, sub_row0 = row0 - 16 * warp_in_wg;
           store_partial<ML>(acc, p.partials + slice * p.partial_slice, p.partial_ld, row0, col0, p.m, p.n);
-          // Serial mode: the sub-tile's last slice adds the partials and applies the epilogue; parallel
-          // mode: splitk_reduce_kernel does. (The sub-tile test is warpgroup-uniform.)
-          if (p.split_serial && sub_row0 < p.m && col0 < p.n)
-            serial_split_k_finish<Epi, ML::WM, ML::WN>(p, sub_row0, col0, slice, cw);
-          continue;
+          // Parallel mode: splitk_reduce_kernel finishes. Serial mode: the sub-tile's last slice adds the
+          // partials, reloads the sum and goes on to the epilogue below (the staged store: fragments and
+          // the TMA store are off for split launches). (The sub-tile test is warpgroup-uniform.)
+          if (!p.split_serial || sub_row0 >= p.m || col0 >= p.n || !serial_split_k_sum<ML::WM, ML::WN>(p, sub_row0, col0, slice, cw))
+            continue;
+          load_partial_fragments<ML>(acc, p.partials, p.partial_ld, row0, col0, p.m, p.n);
         }
       }
 

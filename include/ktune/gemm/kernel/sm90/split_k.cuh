@@ -11,8 +11,9 @@
 //   parallel: splitk_reduce_kernel (gemm_kernel.cuh) adds the partials and applies the epilogue.
 //   serial:   per warpgroup sub-tile, arrival counters as in sm80's serial_split_k_finish: the last slice
 //             of a group of split_k_group_slices to arrive adds the group, the last group adds the group
-//             sums and applies the epilogue (serial_split_k_epilogue, gemm_kernel.cuh). Only the 128 threads of that consumer
-//             warpgroup take part (the producer and the other consumer run on): named barrier 5 + consumer.
+//             sums into partial 0, reloads them into its accumulators and goes on to the kernel's usual
+//             epilogue. Only the 128 threads of that consumer warpgroup take part (the producer and the
+//             other consumer run on): named barrier 5 + consumer.
 //             Counters: split_k_counters_per_tile per WM×WN sub-tile of D, so the workspace layout is
 //             split_k_layout with the warpgroup tile (sm90_split_k_layout).
 #pragma once
@@ -94,43 +95,89 @@ __device__ __forceinline__ void store_partial(const typename ML::Accumulators& a
     }
 }
 
+// x = Σ_{j < count} src[j·stride] for n ≤ 4 columns, left to right: group_sum's order within a group,
+// splitk_reduce_kernel's over the group sums. Rolled (small code: this runs once per tile).
+__device__ __forceinline__ void sum_partials(const float* src, std::int64_t stride, int count, int n, float (&x)[4]) {
+  load_partial(src, n, x);
+#pragma unroll 1
+  for (int j = 1; j < count; ++j) {
+    float v[4];
+    load_partial(src + j * stride, n, v);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) x[i] += v[i];
+  }
+}
+
 // Serial mode, after consumer warpgroup `consumer` stored the partial of slice `slice` of its WM×WN
-// sub-tile at (r0, c0): sm80's serial_split_k_finish over the sub-tile's counters, with the warpgroup's
-// 128 threads in place of a block. The last slice of its group to arrive adds the group's partials in
-// slice order (with more groups, into the group's first partial); the last group to arrive adds the
-// group sums in group order and applies the epilogue (gemm_kernel.cuh's serial_split_k_epilogue: the
-// epilogue inlined once). The same sums in the same order as splitk_reduce_kernel (parallel mode).
-template <class Epi, int WM, int WN>
-__device__ __forceinline__ void serial_split_k_finish(const GemmParams<typename Epi::Params>& p, int r0, int c0, int slice,
-                                                      int consumer) {
+// sub-tile at (r0, c0): sm80's two-level serial reduction (serial_split_k_finish) over the sub-tile's
+// counters, with the warpgroup's 128 threads in place of a block. The last slice of its group to arrive
+// adds the group's partials in slice order into the group's first partial (groups of one slice are
+// their own sum); the last group to arrive adds the group sums in group order into partial 0 and
+// returns true: the caller reloads the sum into its accumulators (load_partial_fragments) and the tile
+// leaves through the kernel's own epilogue. The same sums in the same order as splitk_reduce_kernel
+// (parallel mode), and no second copy of the epilogue in the kernel (it cost ~2 s of compile per
+// instance).
+template <int WM, int WN, class EpiParams>
+__device__ __forceinline__ bool serial_split_k_sum(const GemmParams<EpiParams>& p, int r0, int c0, int slice, int consumer) {
   const int groups = split_k_groups(p.split_k), group = slice / split_k_group_slices;
   const int group_size = min(split_k_group_slices, p.split_k - group * split_k_group_slices);
   const int subtiles_n = (p.n + WN - 1) / WN;
   int* counters = p.semaphores + static_cast<std::int64_t>((r0 / WM) * subtiles_n + c0 / WN) * split_k_counters_per_tile(p.split_k);
-  if (!warpgroup_arrive_last(counters + 1 + group, group_size, consumer)) return;
+  if (!warpgroup_arrive_last(counters + 1 + group, group_size, consumer)) return false;
   const std::int64_t group_stride = split_k_group_slices * p.partial_slice;
-  if (groups > 1) {
-    if (group_size > 1) {  // a group of one slice is its own sum, already in place
-      constexpr int quads_per_row = WN / 4;
+  constexpr int quads_per_row = WN / 4;
+  // Step 0 (several groups): this group's sum into its first partial; step 1: the whole sum into
+  // partial 0 (one group: its slices; several: the group sums).
 #pragma unroll 1
-      for (int q = threadIdx.x & 127; q < WM * quads_per_row; q += 128) {
-        const int row = r0 + q / quads_per_row, col = c0 + (q % quads_per_row) * 4;
-        if (row >= p.m || col >= p.n) continue;
-        const int n = min(4, p.n - col);
-        float x[4];
-        group_sum(p, row, col, n, group, x);
-        float* dst = p.partials + group * group_stride + static_cast<std::int64_t>(row) * p.partial_ld + col;
-        if (n == 4) {
-          __stcg(reinterpret_cast<float4*>(dst), make_float4(x[0], x[1], x[2], x[3]));
-        } else {
-          for (int i = 0; i < n; ++i) __stcg(dst + i, x[i]);
+  for (int step = groups > 1 ? 0 : 1; step < 2; ++step) {
+    if (step == 1 && groups > 1 && !warpgroup_arrive_last(counters, groups, consumer)) return false;
+    if (step == 0 && group_size == 1) continue;  // already in place
+    const std::int64_t stride = step == 0 || groups == 1 ? p.partial_slice : group_stride;
+    const int count = step == 0 ? group_size : groups == 1 ? p.split_k : groups;
+    float* base = p.partials + (step == 0 ? group * group_stride : 0);
+#pragma unroll 1
+    for (int q = threadIdx.x & 127; q < WM * quads_per_row; q += 128) {
+      const int row = r0 + q / quads_per_row, col = c0 + (q % quads_per_row) * 4;
+      if (row >= p.m || col >= p.n) continue;
+      const int n = min(4, p.n - col);
+      float* at = base + static_cast<std::int64_t>(row) * p.partial_ld + col;
+      float x[4];
+      sum_partials(at, stride, count, n, x);
+      if (n == 4) {
+        __stcg(reinterpret_cast<float4*>(at), make_float4(x[0], x[1], x[2], x[3]));
+      } else {
+        for (int i = 0; i < n; ++i) __stcg(at + i, x[i]);
+      }
+    }
+  }
+  __threadfence_block();  // the warpgroup's sums, for its warps' fragment reloads
+  split_bar_sync(consumer);
+  return true;
+}
+
+// This warp's pairs of the sum (partial 0, written by its warpgroup) back into its accumulators:
+// store_partial's layout, read through L2.
+template <class ML>
+__device__ __forceinline__ void load_partial_fragments(typename ML::Accumulators& acc, const float* src, std::int64_t ld,
+                                                       int row0, int col0, int m, int n) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int mi = 0; mi < ML::MI; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + 64 * mi + g + 8 * h;
+      if (row >= m) continue;
+      const float* r = src + static_cast<std::int64_t>(row) * ld;
+#pragma unroll
+      for (int j = 0; j < ML::WN / 8; ++j) {
+        const int col = col0 + 8 * j + 2 * t;
+        if (col < n) {
+          const float2 v = __ldcg(reinterpret_cast<const float2*>(r + col));
+          acc[mi][4 * j + 2 * h] = v.x;
+          acc[mi][4 * j + 2 * h + 1] = v.y;
         }
       }
     }
-    if (!warpgroup_arrive_last(counters, groups, consumer)) return;
-  }
-  serial_split_k_epilogue<Epi, WM, WN, 128>(p, r0, c0, groups == 1 ? p.partial_slice : group_stride,
-                                            groups == 1 ? p.split_k : groups, static_cast<int>(threadIdx.x & 127));
 }
 #endif
 
