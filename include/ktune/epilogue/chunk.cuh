@@ -77,4 +77,21 @@ __device__ __forceinline__ auto pack2(float x, float y) {
   else return __floats2bfloat162_rn(x, y);
 }
 
+// Eight consecutive 16-bit elements (one 16-byte unit v) to dst, of which the first `left` (≥ 1) lie
+// inside D: one vector store when all eight do, else a short loop over the last columns (v picked by
+// selects, so it stays in registers).
+template <class T>
+__device__ __forceinline__ void store_unit16(T* dst, const uint4& v, int left) {
+  static_assert(sizeof(T) == 2, "a 16-bit type");
+  if (left >= 8) {
+    *reinterpret_cast<uint4*>(dst) = v;
+    return;
+  }
+#pragma unroll 1
+  for (int k = 0; k < left; ++k) {
+    const unsigned w = k < 2 ? v.x : k < 4 ? v.y : k < 6 ? v.z : v.w;
+    reinterpret_cast<unsigned short*>(dst)[k] = static_cast<unsigned short>(w >> (16 * (k & 1)));
+  }
+}
+
 }  // namespace ktune::epilogue
