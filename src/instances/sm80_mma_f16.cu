@@ -1,0 +1,9 @@
+// ktune::families::Sm80MmaF16 (mma.sync f16/bf16, large tiles, no split-K), every surviving configuration.
+// Few, large translation units: each one pays ~12 s of CPU (two architectures) to parse ktune's
+// headers before its first instance, so the families are split only as far as 2 cores need. (One TU,
+// not two halves, since its instances lost split-K: 52.9 s of CPU vs 36.8 + 35.2 for the halves, back to
+// back on the 2-core machine.)
+#include "ktune/gemm/families.hpp"
+#include "ktune/gemm/instantiate.cuh"
+
+KTUNE_REGISTER_GEMM_FAMILY_PART(ktune::families::Sm80MmaF16, 0, 1)
