@@ -88,6 +88,12 @@ TEST_CASE("sm90 split-K: launch variants where the tiles leave SMs idle, not wit
   REQUIRE(big != nullptr);
   // 1024^3: 32 tiles of 128x256 for 132 SMs, 16 k-tiles: split counts offered, both modes.
   const auto v = launch_variants(*big, bf16_tn(1024, 1024, 1024), dev);
+  std::string seen;
+  for (const GemmLaunchOptions& o : v) seen += " " + tactic_name("", o);
+  INFO(big->name << " registers " << big->resources.registers << " threads " << big->resources.threads << " smem "
+                 << big->resources.smem_bytes << " workspace_size " << bool(big->workspace_size) << " route " << is_route(*big)
+                 << "; variants:" << seen << "; split_k_variants(config): "
+                 << split_k_variants(big->config, big->resources, bf16_tn(1024, 1024, 1024), dev).size());
   int splits = 0, parallel = 0;
   for (const GemmLaunchOptions& o : v) {
     CHECK_FALSE((o.split_k > 1 && o.cluster == 2));  // split-K runs in clusters of 1

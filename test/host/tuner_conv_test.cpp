@@ -304,7 +304,7 @@ TEST_CASE("conv cache lines: round trip, coexistence with GEMM lines, malformed 
       {replace(R"("c":64)", R"("c":60)"), "divide"},  // align_x 8 does not divide C = 60
       {replace(R"("launch":"rg16")", R"("launch":"rg8")"), "default"},
       {replace(R"("launch":"rg16")", R"("launch":"rg0")"), "raster group"},
-      {replace(R"("launch":"rg16")", R"("launch":"split4s")"), "rg<N>"},
+      {replace(R"("launch":"rg16")", R"("launch":"split4x")"), "rg<N>"},
       {replace(R"("launch":"rg16")", R"("launch":"")"), "empty"},
       {replace(R"("instance":")", R"("instance":"bad )"), "instance"},
       {replace(R"("ms":0.05)", R"("ms":-1)"), "ms"},

@@ -77,7 +77,7 @@ inline bool parse_conv_launch_suffix(std::string_view s, ConvLaunchOptions& out,
       if (knob.substr(0, prefix.size()) != prefix) return false;
       const std::string_view num = knob.substr(prefix.size());
       const auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
-      if (ec != std::errc{} || p == num.data() || num[0] == '0') return false;
+      if (ec != std::errc{} || p == num.data() || (num[0] == '0' && p - num.data() > 1)) return false;  // "rg0": range error below
       tail = num.substr(static_cast<std::size_t>(p - num.data()));
       return true;
     };

@@ -169,13 +169,14 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   const int units_m = ML::pair_m ? (tiles_m + cl - 1) / cl : tiles_m;
   const int units_n = ML::pair_m ? tiles_n : (tiles_n + cl - 1) / cl;
   const int units = units_m * units_n;
-  // Split-K: work w is slice w % splits of unit w / splits (clusters of 1). Otherwise work = unit.
-  const int splits = SplitK && p.split_k > 1 ? p.split_k : 1;
-  const int works = units * splits;
+  // Split-K: work w is slice w % S of unit w / S, S = p.split_k (clusters of 1). Otherwise work = unit.
+  // (S is read from the parameters where used, not held in a register: the consumers have none to spare.)
+  const bool split = SplitK && p.split_k > 1;
+  const int works = split ? units * p.split_k : units;
   const int first_unit = static_cast<int>(blockIdx.x) / cl, unit_step = static_cast<int>(gridDim.x) / cl;
-  auto k_range = [&](int w) { return SplitK && splits > 1 ? k_slice(k_tiles, w % splits, splits) : KRange{0, k_tiles}; };
+  auto k_range = [&](int w) { return split ? sm90_k_slice(k_tiles, w % p.split_k, p.split_k) : KRange{0, k_tiles}; };
   auto tile_of = [&](int w) {
-    const int unit = SplitK && splits > 1 ? w / splits : w;
+    const int unit = split ? w / p.split_k : w;
     const TileCoord u = grouped_raster(unit, units_m, units_n, p.raster_group);
     return ML::pair_m ? TileCoord{u.m * cl + static_cast<int>(rank), u.n} : TileCoord{u.m, u.n * cl + static_cast<int>(rank)};
   };
@@ -209,7 +210,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     bool fragments = false;
     constexpr bool bias_buffers = sm90_kernel_bias_bytes(C, Sch) > 0;
     if constexpr (std::is_same_v<Epi, epilogue::Builtin>)
-      fragments = fragments_allowed && splits == 1 && !identity && fragment_epilogue(p.ep, p.d_vec4) && (bias_buffers || p.ep.bias == nullptr);
+      fragments = fragments_allowed && !split && !identity && fragment_epilogue(p.ep, p.d_vec4) && (bias_buffers || p.ep.bias == nullptr);
     const bool bias_ahead = fragments && p.ep.bias != nullptr;
     // 16-bit D leaves through the asynchronous TMA store (epilogue.cuh) when the launcher made D's tensor
     // map and the accumulators hold D's values (identity or fragment epilogue), through `store_boxes`
@@ -275,14 +276,14 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       for (int mi = 0; mi < ML::MI; ++mi) fence_registers(acc[mi]);
 
       if constexpr (SplitK) {
-        if (splits > 1) {  // this slice's fp32 partial (split_k.cuh); an empty slice's is zero
+        if (split) {  // this slice's fp32 partial (split_k.cuh); an empty slice's is zero
           if (kr.count == 0) {
 #pragma unroll
             for (int mi = 0; mi < ML::MI; ++mi)
 #pragma unroll
               for (int i = 0; i < ML::WN / 2; ++i) acc[mi][i] = 0.0f;
           }
-          const int slice = unit % splits, sub_row0 = row0 - 16 * warp_in_wg;
+          const int slice = unit % p.split_k, sub_row0 = row0 - 16 * warp_in_wg;
           store_partial<ML>(acc, p.partials + slice * p.partial_slice, p.partial_ld, row0, col0, p.m, p.n);
           // Parallel mode: splitk_reduce_kernel finishes. Serial mode: the sub-tile's last slice adds the
           // partials, reloads the sum and goes on to the epilogue below (the staged store: fragments and

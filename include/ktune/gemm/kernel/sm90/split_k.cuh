@@ -37,6 +37,15 @@ inline SplitKLayout sm90_split_k_layout(const GemmConfig& c, const GemmDesc& d, 
   return split_k_layout(c, d, o);
 }
 
+// k_slice (schedule.cuh: k-tiles [k·s/S, k·(s+1)/S) of slice s) in 32-bit arithmetic: with k = q·S + r,
+// k·s/S = q·s + r·s/S (r·s < 2^16). The 64-bit division was a subroutine call in the persistent kernel,
+// whose ABI cost registers (spills).
+KTUNE_SCHEDULE_FN KRange sm90_k_slice(int k_tiles, int slice, int splits) {
+  const int q = k_tiles / splits, r = k_tiles % splits;
+  const int first = q * slice + r * slice / splits, end = q * (slice + 1) + r * (slice + 1) / splits;
+  return {first, end - first};
+}
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // Named barrier 5 + consumer over that consumer warpgroup's 128 threads (1-2 order ping-pong consumers,
 // 3-4 the bias buffers). Immediate ids: a register id makes ptxas reserve all 16 barriers. Hand PTX:
@@ -86,26 +95,14 @@ __device__ __forceinline__ void store_partial(const typename ML::Accumulators& a
     for (int h = 0; h < 2; ++h) {
       const int row = row0 + 64 * mi + g + 8 * h;
       if (row >= m) continue;
-      float* r = dst + static_cast<std::int64_t>(row) * ld;
+      float* r = dst + static_cast<std::int64_t>(row) * ld + col0 + 2 * t;
+      const int cols = n - col0 - 2 * t;  // pair j is inside D while 8j < cols (then it stops: no predicate per pair kept)
 #pragma unroll
       for (int j = 0; j < ML::WN / 8; ++j) {
-        const int col = col0 + 8 * j + 2 * t;
-        if (col < n) __stcg(reinterpret_cast<float2*>(r + col), make_float2(acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]));
+        if (8 * j >= cols) break;
+        __stcg(reinterpret_cast<float2*>(r + 8 * j), make_float2(acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]));
       }
     }
-}
-
-// x = Σ_{j < count} src[j·stride] for n ≤ 4 columns, left to right: group_sum's order within a group,
-// splitk_reduce_kernel's over the group sums. Rolled (small code: this runs once per tile).
-__device__ __forceinline__ void sum_partials(const float* src, std::int64_t stride, int count, int n, float (&x)[4]) {
-  load_partial(src, n, x);
-#pragma unroll 1
-  for (int j = 1; j < count; ++j) {
-    float v[4];
-    load_partial(src + j * stride, n, v);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) x[i] += v[i];
-  }
 }
 
 // Serial mode, after consumer warpgroup `consumer` stored the partial of slice `slice` of its WM×WN
@@ -125,7 +122,12 @@ __device__ __forceinline__ bool serial_split_k_sum(const GemmParams<EpiParams>& 
   int* counters = p.semaphores + static_cast<std::int64_t>((r0 / WM) * subtiles_n + c0 / WN) * split_k_counters_per_tile(p.split_k);
   if (!warpgroup_arrive_last(counters + 1 + group, group_size, consumer)) return false;
   const std::int64_t group_stride = split_k_group_slices * p.partial_slice;
-  constexpr int quads_per_row = WN / 4;
+  constexpr int quads_per_row = WN / 4, quads = WM * quads_per_row;
+  // Each thread sums `batch` 4-column groups at a time (quads q, q + 128, ...), their loads of one slice
+  // in flight together; the slices in a rolled loop (small code: this runs once per sub-tile). One load
+  // at a time took ~2x the GEMM on 128x4096x4096 (latency-bound: 16 groups x slices per thread).
+  constexpr int batch = 4;
+  static_assert(quads % (128 * batch) == 0, "warpgroup tiles are multiples of 64x64");
   // Step 0 (several groups): this group's sum into its first partial; step 1: the whole sum into
   // partial 0 (one group: its slices; several: the group sums).
 #pragma unroll 1
@@ -136,17 +138,36 @@ __device__ __forceinline__ bool serial_split_k_sum(const GemmParams<EpiParams>& 
     const int count = step == 0 ? group_size : groups == 1 ? p.split_k : groups;
     float* base = p.partials + (step == 0 ? group * group_stride : 0);
 #pragma unroll 1
-    for (int q = threadIdx.x & 127; q < WM * quads_per_row; q += 128) {
-      const int row = r0 + q / quads_per_row, col = c0 + (q % quads_per_row) * 4;
-      if (row >= p.m || col >= p.n) continue;
-      const int n = min(4, p.n - col);
-      float* at = base + static_cast<std::int64_t>(row) * p.partial_ld + col;
-      float x[4];
-      sum_partials(at, stride, count, n, x);
-      if (n == 4) {
-        __stcg(reinterpret_cast<float4*>(at), make_float4(x[0], x[1], x[2], x[3]));
-      } else {
-        for (int i = 0; i < n; ++i) __stcg(at + i, x[i]);
+    for (int q0 = threadIdx.x & 127; q0 < quads; q0 += 128 * batch) {
+      float* at[batch];
+      int n[batch];
+      float x[batch][4];
+#pragma unroll
+      for (int i = 0; i < batch; ++i) {  // n = 0: outside D (nothing loaded: zeros, nothing stored)
+        const int q = q0 + 128 * i, row = r0 + q / quads_per_row, col = c0 + (q % quads_per_row) * 4;
+        n[i] = row < p.m && col < p.n ? min(4, p.n - col) : 0;
+        at[i] = base + static_cast<std::int64_t>(n[i] > 0 ? row : 0) * p.partial_ld + (n[i] > 0 ? col : 0);
+        load_partial(at[i], n[i], x[i]);
+      }
+#pragma unroll 1
+      for (int j = 1; j < count; ++j) {  // left to right: group_sum's / splitk_reduce_kernel's order
+        float v[batch][4];
+#pragma unroll
+        for (int i = 0; i < batch; ++i) load_partial(at[i] + j * stride, n[i], v[i]);
+#pragma unroll
+        for (int i = 0; i < batch; ++i)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) x[i][e] += v[i][e];
+      }
+#pragma unroll
+      for (int i = 0; i < batch; ++i) {
+        if (n[i] == 4) {
+          __stcg(reinterpret_cast<float4*>(at[i]), make_float4(x[i][0], x[i][1], x[i][2], x[i][3]));
+        } else {
+#pragma unroll
+          for (int e = 0; e < 3; ++e)
+            if (e < n[i]) __stcg(at[i] + e, x[i][e]);
+        }
       }
     }
   }
@@ -156,7 +177,8 @@ __device__ __forceinline__ bool serial_split_k_sum(const GemmParams<EpiParams>& 
 }
 
 // This warp's pairs of the sum (partial 0, written by its warpgroup) back into its accumulators:
-// store_partial's layout, read through L2.
+// store_partial's layout, read through L2. Every accumulator is written (zero outside D), so none of the
+// slice's own values stays live across the serial reduction (that spilled).
 template <class ML>
 __device__ __forceinline__ void load_partial_fragments(typename ML::Accumulators& acc, const float* src, std::int64_t ld,
                                                        int row0, int col0, int m, int n) {
@@ -166,16 +188,14 @@ __device__ __forceinline__ void load_partial_fragments(typename ML::Accumulators
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = row0 + 64 * mi + g + 8 * h;
-      if (row >= m) continue;
-      const float* r = src + static_cast<std::int64_t>(row) * ld;
+      const float* r = src + static_cast<std::int64_t>(row < m ? row : 0) * ld + col0 + 2 * t;
+      const int cols = row < m ? n - col0 - 2 * t : 0;
 #pragma unroll
       for (int j = 0; j < ML::WN / 8; ++j) {
-        const int col = col0 + 8 * j + 2 * t;
-        if (col < n) {
-          const float2 v = __ldcg(reinterpret_cast<const float2*>(r + col));
-          acc[mi][4 * j + 2 * h] = v.x;
-          acc[mi][4 * j + 2 * h + 1] = v.y;
-        }
+        float2 v = make_float2(0.0f, 0.0f);
+        if (8 * j < cols) v = __ldcg(reinterpret_cast<const float2*>(r + 8 * j));
+        acc[mi][4 * j + 2 * h] = v.x;
+        acc[mi][4 * j + 2 * h + 1] = v.y;
       }
     }
 }
