@@ -384,7 +384,7 @@ TEST_CASE("conv select: the measured tile policy (deep reductions on few tiles t
   // the same deep layer at batch 256 fills the GPU: back to 128-row tiles
   CHECK(chosen_sm80(layer(256, 14, 1024, 256, 1, 1)).config.gemm.tile.m == 128);
   // the C = 3 stem: the dedicated stem family (input rows staged once, no im2col gather)
-  CHECK(chosen_sm80(layer(32, 224, 3, 64, 7, 2)).name == "ktune_conv2d_fprop_sm80_f16_stem_c3_192x64x32_w32x64_s2_a1");
+  CHECK(chosen_sm80(layer(32, 224, 3, 64, 7, 2)).name == "ktune_conv2d_fprop_sm80_f16_stem_c3_256x64x32_w64x64_s2_a1");
 }
 
 TEST_CASE("conv select: Hopper tiles by sm90_conv_cost (small maps get small tiles, wide layers wide ones)") {

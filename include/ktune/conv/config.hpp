@@ -139,8 +139,8 @@ struct ConvVerdict {
       case ConvRule::gather_rows:
         return "each thread would gather " + n(value) + " rows of A, at most " + n(limit) + " fit in registers";
       case ConvRule::stem_shape:
-        return "the stem kernel runs 32x64 (at most 6 warps) or 64x64 (at most 8) warp tiles over all 64 output "
-               "channels (tile BMx64x32, BM a multiple of the warp tile, 2 stages of input rows)";
+        return "the stem kernel runs 64x64 warp tiles over all 64 output channels (tile BMx64x32, BM a multiple of 64, "
+               "at most 8 warps, 2 stages of input rows)";
       case ConvRule::stem_channels:
         return "the stem kernel takes C in [1, 4] with 4-element (8-byte) pixel copies for C = 4 and scalar loads "
                "otherwise; configuration has C = " + n(value) + ", vector " + n(limit);
@@ -157,21 +157,14 @@ constexpr ConvVerdict conv_require(bool cond, ConvRule rule, long long value, lo
 // The widest vector (elements, a power of two ≤ 8) that divides C.
 constexpr int widest_vector_dividing(long long c) { return c % 8 == 0 ? 8 : c % 4 == 0 ? 4 : c % 2 == 0 ? 2 : 1; }
 
-// The stem kernel's rules (kernel/stem.cuh): one warp tile is 32 or 64 pixels × 64 output channels; a
-// k-step pair covers one filter row (BK = 32 = 8 taps × 4 channels); two buffers of input rows.
-// 64-pixel warp tiles: 128 accumulators, ~245 registers, two CTAs of 4 warps per multiprocessor. 32-pixel
-// ones: 64 accumulators, 150-167 registers: two CTAs of at most 6 warps (≤ 168 registers each; at 8 warps,
-// 128 registers, the general epilogue spills).
-inline constexpr int stem_tile_n = 64, stem_tile_k = 32, stem_stages = 2, stem_max_warps = 8, stem_max_warps_m32 = 6;
-constexpr bool stem_warp_m_ok(int m) { return m == 32 || m == 64; }
+// The stem kernel's rules (kernel/stem.cuh): one warp tile is 64 pixels × 64 output channels; a k-step
+// pair covers one filter row (BK = 32 = 8 taps × 4 channels); two buffers of input rows.
+inline constexpr int stem_warp_m = 64, stem_tile_n = 64, stem_tile_k = 32, stem_stages = 2, stem_max_warps = 8;
 constexpr bool stem_shape_ok(const GemmConfig& g) {
-  return g.tile.n == stem_tile_n && g.warp.n == stem_tile_n && stem_warp_m_ok(g.warp.m) && g.tile.k == stem_tile_k &&
-         g.tile.m % g.warp.m == 0 && g.tile.m / g.warp.m <= (g.warp.m == 32 ? stem_max_warps_m32 : stem_max_warps) &&
+  return g.tile.n == stem_tile_n && g.warp.n == stem_tile_n && g.warp.m == stem_warp_m && g.tile.k == stem_tile_k &&
+         g.tile.m % stem_warp_m == 0 && g.tile.m >= stem_warp_m && g.tile.m / stem_warp_m <= stem_max_warps &&
          g.stages == stem_stages;
 }
-// __launch_bounds__ minimum blocks: two for 32-pixel warp tiles (registers ≤ 65536 / (2·threads)), one
-// for 64-pixel ones (≤ 255).
-constexpr int stem_blocks_per_sm(const GemmConfig& g) { return g.warp.m == 32 ? 2 : 1; }
 constexpr bool stem_channels_ok(const ConvConfig& c) {
   return c.channels >= 1 && c.channels <= 4 && c.gemm.align == (c.channels == 4 ? 4 : 1);
 }
@@ -217,14 +210,13 @@ constexpr ConvVerdict validate(const ConvConfig& c, const ArchTraits& arch) {
 constexpr GemmResources conv_resources(const ConvConfig& c) {
   if (c.iterator == ConvIterator::stem) {
     // Threads; shared memory without the input rows (filters for R = 8, the fp32 bias and the per-warp
-    // staging band of 8 x 72 floats; the rows depend on the problem: stem_layout in conv/stem.hpp,
-    // checked by can_implement); registers: WM/16 x 32 accumulators, A (two blocks) and B (two k-steps)
-    // fragments (40), addresses and masks (ptxas: 245-247 for 64-pixel warp tiles, 150-167 for
-    // 32-pixel ones, bounded to 168 for two CTAs of 6 warps).
+    // fp32 staging band of 16 x 72 floats; the rows depend on the problem: stem_layout in conv/stem.hpp,
+    // checked by can_implement); registers: 128 accumulators, two buffers of A and B fragments (64),
+    // addresses and masks (ptxas: 251-255).
     GemmResources r;
     r.threads = c.gemm.threads();
-    r.smem_bytes = 8 * stem_tile_n * stem_tile_k * 2 + stem_tile_n * 4 + (c.gemm.tile.m / c.gemm.warp.m) * 8 * (stem_tile_n + 8) * 4;
-    r.registers = c.gemm.warp.m == 32 ? 168 : 248;
+    r.smem_bytes = 8 * stem_tile_n * stem_tile_k * 2 + stem_tile_n * 4 + (c.gemm.tile.m / stem_warp_m) * 16 * (stem_tile_n + 8) * 4;
+    r.registers = 252;
     return r;
   }
   GemmResources r = estimate_resources(c.gemm);

@@ -58,16 +58,14 @@ struct Sm80ConvFewChannels3 {
 
 // First-layer stems (C = 4 or 3, stride_w 2, filters up to 8x8, K ≤ 64; the ResNet-50 7x7/2 conv):
 // input rows staged once per tile, the filter resident, A fragments read straight from the rows
-// (conv/stem.hpp, kernel/stem.cuh). 6 warps of 32x64 (192-pixel tiles, 150-167 registers): two CTAs
-// per multiprocessor, 12 warps; on a 224x224 image 2112 tiles at N = 32 = 8 waves of 264. (4 warps of
-// 64x64, 256-pixel tiles, ~245 registers, 8 warps per multiprocessor: 35.6 µs for C = 4 on an H200,
-// tensor pipe 53% active, 41% of warp cycles in fixed-latency waits: too few warps per scheduler.)
+// (conv/stem.hpp, kernel/stem.cuh). 4 warps of 64x64 (256-pixel tiles): two CTAs per multiprocessor
+// on a 224x224 image, 1568 tiles at N = 32 = 5.94 waves of 264.
 struct Sm80ConvStem {
   static constexpr std::string_view name = "sm80_conv_stem";
   static constexpr const ArchTraits& arch = sm80;
   static constexpr MathOp maths[] = {MathOp::mma_f16, MathOp::mma_bf16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::stem, 4, 4}, {ConvIterator::stem, 1, 3}};
-  static constexpr ConvBlockShape blocks[] = {{{192, 64, 32}, {32, 64}, 2}};
+  static constexpr ConvBlockShape blocks[] = {{{256, 64, 32}, {64, 64}, 2}};
   static constexpr int stages[] = {2};
 };
 

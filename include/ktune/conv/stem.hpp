@@ -25,10 +25,10 @@ inline constexpr int stem_max_filter = 8;  // R, S ≤ 8: one 32-value K chunk p
 inline constexpr int stem_max_k = 64;      // output channels: one warp tile covers all of them
 inline constexpr int stem_pixel_bytes = 8;  // 4 channels of 16 bits
 inline constexpr int stem_filter_row_bytes = stem_tile_n * stem_tile_k * 2;  // one filter row r: 64 x 32 values
-// Epilogue staging per warp: half an m16 fragment (8 pixels x 64 channels fp32), rows padded to 72
+// Epilogue staging per warp: one m16 fragment row band (16 pixels x 64 channels fp32), rows padded to 72
 // floats (conflict-free float2 writes and float4 reads).
-inline constexpr int stem_staging_rows = 8, stem_staging_stride = stem_tile_n + 8;
-inline constexpr int stem_staging_bytes_per_warp = stem_staging_rows * stem_staging_stride * 4;
+inline constexpr int stem_staging_stride = stem_tile_n + 8;
+inline constexpr int stem_staging_bytes_per_warp = 16 * stem_staging_stride * 4;
 // The register epilogue's packed rows (16 pixels x 64 16-bit values) in the same band: 128 B + 16 of
 // padding per row (4-byte writes of 8 rows x 4 lanes hit 32 different banks).
 inline constexpr int stem_packed_pitch = stem_tile_n * 2 + 16;
@@ -76,14 +76,14 @@ constexpr StemLayout stem_layout(const ConvConfig& c, const Conv2dDesc& d) {
   const int buffers = 2;
   const std::int64_t raw = c.channels == 4 ? 0 : (rows * d.w * d.c * 2 + stem_raw_slack + 15) / 16 * 16;
   const std::int64_t total = std::int64_t{d.r} * stem_filter_row_bytes + stem_bias_bytes +
-                             std::int64_t{c.gemm.tile.m / c.gemm.warp.m} * stem_staging_bytes_per_warp +
+                             std::int64_t{c.gemm.tile.m / stem_warp_m} * stem_staging_bytes_per_warp +
                              buffers * rows_bytes + raw;
   if (total > (std::int64_t{1} << 30)) return l;  // absurd: smem_bytes 0 marks it, can_implement rejects
   l.rows_cap = static_cast<int>(rows);
   l.row_pixels = static_cast<int>(pixels);
   l.pitch = static_cast<int>(pitch);
   l.filter_bytes = static_cast<int>(d.r) * stem_filter_row_bytes;
-  l.staging_bytes = (c.gemm.tile.m / c.gemm.warp.m) * stem_staging_bytes_per_warp;
+  l.staging_bytes = (c.gemm.tile.m / stem_warp_m) * stem_staging_bytes_per_warp;
   l.rows_bytes = static_cast<int>(rows_bytes);
   l.row_buffers = buffers;
   l.raw_bytes = static_cast<int>(raw);

@@ -2,7 +2,7 @@
 // ResNet-50 7×7/2 conv on 224×224×3 or ×4 images) and its launcher. Why it works and what it needs:
 // conv/stem.hpp.
 //
-// Persistent CTAs of BM/WM warps (WM = 32 or 64 pixels × all 64 channels each) walk tiles of BM consecutive output pixels of one image. Per tile:
+// Persistent CTAs of BM/64 warps walk tiles of BM consecutive output pixels of one image. Per tile:
 //   1. the input rows under the tile's output rows go to shared memory as 8-byte pixels (4 channels,
 //      zero past C), zero-filled outside the image, copied while the previous tile computes: C = 4 by
 //      8-byte cp.async into the other of two row buffers; C < 4 by 16-byte cp.async of the raw rows
@@ -66,8 +66,8 @@ using StemFilterTile = SwizzledTile<T, stem_tile_n, stem_tile_k>;
 
 template <ConvConfig CC, class T>
 struct StemKernel {
-  static constexpr int BM = CC.gemm.tile.m, WM = CC.gemm.warp.m, warps = BM / WM, threads = warps * 32;
-  static constexpr int MI = WM / 16, NI = stem_tile_n / 8;
+  static constexpr int BM = CC.gemm.tile.m, warps = BM / stem_warp_m, threads = warps * 32;
+  static constexpr int MI = stem_warp_m / 16, NI = stem_tile_n / 8;
   static constexpr int C = CC.channels;
   static constexpr MathOp math = CC.gemm.math;
   using FilterTile = StemFilterTile<T>;
@@ -309,7 +309,7 @@ struct StemKernel {
                                                    int lane) {
 #pragma unroll
     for (int i = 0; i < MI; ++i) {
-      int m = tc.m0 + warp * WM + i * 16 + (lane & 15);
+      int m = tc.m0 + warp * stem_warp_m + i * 16 + (lane & 15);
       if (m >= g.pq) m = tc.m0;  // past the image: any row that exists; its result is never stored
       const int p = divide(m, g.div_q), q = m - p * g.q;
       off[i] = (p - tc.p_first) * g.stride_h * g.pitch + q * 2 * stem_pixel_bytes + (lane >> 4) * 16;
@@ -407,29 +407,31 @@ struct StemKernel {
   }
 
   // ---- Epilogue ------------------------------------------------------------------------------------
-  // Other than the register path: one half of an m16 fragment (8 pixels × 64 channels) at a time goes
-  // through the warp's fp32 staging band; then lane L owns channel quad L % 16 (4 columns, fixed for
-  // the kernel) of rows L / 16, +2, +4, +6. The epilogue code exists once (not once per fragment or
-  // output type): the whole kernel must stay small enough for the instruction cache.
+  // One m16 fragment (16 pixels × 64 channels) at a time goes through the warp's fp32 staging band;
+  // then lane L owns channel quad L % 16 (4 columns, fixed for the kernel) of rows L / 16, +2, … +14.
+  // The epilogue code exists once (not once per fragment or output type): the whole kernel must stay
+  // small enough for the instruction cache, the mma loop included.
   template <int I>
-  __device__ __forceinline__ static void stage_half_at(Acc& acc, int h, float* st, int lane) {
+  __device__ __forceinline__ static void stage_fragment_at(Acc& acc, float* st, int lane) {
     const int gr = lane >> 2, t = lane & 3;
 #pragma unroll
     for (int j = 0; j < NI; ++j)
-      *reinterpret_cast<float2*>(st + gr * stem_staging_stride + j * 8 + 2 * t) =
-          h == 0 ? make_float2(acc[I][j][0], acc[I][j][1]) : make_float2(acc[I][j][2], acc[I][j][3]);
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        *reinterpret_cast<float2*>(st + (gr + 8 * h) * stem_staging_stride + j * 8 + 2 * t) =
+            make_float2(acc[I][j][2 * h], acc[I][j][2 * h + 1]);
   }
-  __device__ __forceinline__ static void stage_half(Acc& acc, int i, int h, float* st, int lane) {
-    static_assert(MI == 2 || MI == 4, "32- or 64-row warp tiles");
+  __device__ __forceinline__ static void stage_fragment(Acc& acc, int i, float* st, int lane) {
+    static_assert(MI == 4, "64-row warp tiles: four m16 fragments");
     switch (i) {
-      case 0: stage_half_at<0>(acc, h, st, lane); break;
-      case 1: stage_half_at<1>(acc, h, st, lane); break;
-      case 2: if constexpr (MI > 2) stage_half_at<2>(acc, h, st, lane); break;
-      default: if constexpr (MI > 2) stage_half_at<3>(acc, h, st, lane); break;
+      case 0: stage_fragment_at<0>(acc, st, lane); break;
+      case 1: stage_fragment_at<1>(acc, st, lane); break;
+      case 2: stage_fragment_at<2>(acc, st, lane); break;
+      default: stage_fragment_at<3>(acc, st, lane); break;
     }
   }
 
-  static constexpr int rows_per_lane = stem_staging_rows / 2;  // 32 lanes = 2 rows × 16 quads
+  static constexpr int rows_per_lane = 16 / 2;  // 32 lanes = 2 rows × 16 quads per pass
 
   // Fast path: v = act(alpha·acc + bias), clamped, packed to f16/bf16, 8-byte stores (a warp writes
   // two whole 128-byte pixel rows of y per instruction).
@@ -440,35 +442,38 @@ struct StemKernel {
     const int quad = lane & 15;
     const bool bf16 = p.g.d_type == DType::bf16;
     auto* y = static_cast<uint2*>(p.g.d) + pixel0 * (stem_tile_n / 4) + quad;  // 4 channels = 8 bytes
-    constexpr int rows = rows_per_lane;
-    const int row0 = lane >> 4;
-    float v[rows * 4];
+    constexpr int rows = rows_per_lane / 2;  // per pass: two passes keep the registers low
+#pragma unroll 1
+    for (int pass = 0; pass < 2; ++pass) {
+      const int row0 = (lane >> 4) + pass * 2 * rows;
+      float v[rows * 4];
 #pragma unroll
-    for (int k = 0; k < rows; ++k) {
-      const float4 x = *reinterpret_cast<const float4*>(st + (row0 + 2 * k) * stem_staging_stride + quad * 4);
-      v[4 * k + 0] = ep.alpha * x.x + bias[0];
-      v[4 * k + 1] = ep.alpha * x.y + bias[1];
-      v[4 * k + 2] = ep.alpha * x.z + bias[2];
-      v[4 * k + 3] = ep.alpha * x.w + bias[3];
-    }
-    epilogue::activate(ep.activation, v);
-    if (ep.clamp) {
-#pragma unroll
-      for (int e = 0; e < rows * 4; ++e) v[e] = fminf(fmaxf(v[e], ep.clamp_lo), ep.clamp_hi);
-    }
-#pragma unroll
-    for (int k = 0; k < rows; ++k) {
-      const int row = row0 + 2 * k;
-      if (row >= rows_valid) break;
-      uint2 packed;
-      if (bf16) {
-        const __nv_bfloat162 a = __floats2bfloat162_rn(v[4 * k], v[4 * k + 1]), b = __floats2bfloat162_rn(v[4 * k + 2], v[4 * k + 3]);
-        packed = make_uint2(*reinterpret_cast<const std::uint32_t*>(&a), *reinterpret_cast<const std::uint32_t*>(&b));
-      } else {
-        const __half2 a = __floats2half2_rn(v[4 * k], v[4 * k + 1]), b = __floats2half2_rn(v[4 * k + 2], v[4 * k + 3]);
-        packed = make_uint2(*reinterpret_cast<const std::uint32_t*>(&a), *reinterpret_cast<const std::uint32_t*>(&b));
+      for (int k = 0; k < rows; ++k) {
+        const float4 x = *reinterpret_cast<const float4*>(st + (row0 + 2 * k) * stem_staging_stride + quad * 4);
+        v[4 * k + 0] = ep.alpha * x.x + bias[0];
+        v[4 * k + 1] = ep.alpha * x.y + bias[1];
+        v[4 * k + 2] = ep.alpha * x.z + bias[2];
+        v[4 * k + 3] = ep.alpha * x.w + bias[3];
       }
-      y[row * (stem_tile_n / 4)] = packed;
+      epilogue::activate(ep.activation, v);
+      if (ep.clamp) {
+#pragma unroll
+        for (int e = 0; e < rows * 4; ++e) v[e] = fminf(fmaxf(v[e], ep.clamp_lo), ep.clamp_hi);
+      }
+#pragma unroll
+      for (int k = 0; k < rows; ++k) {
+        const int row = row0 + 2 * k;
+        if (row >= rows_valid) break;
+        uint2 packed;
+        if (bf16) {
+          const __nv_bfloat162 a = __floats2bfloat162_rn(v[4 * k], v[4 * k + 1]), b = __floats2bfloat162_rn(v[4 * k + 2], v[4 * k + 3]);
+          packed = make_uint2(*reinterpret_cast<const std::uint32_t*>(&a), *reinterpret_cast<const std::uint32_t*>(&b));
+        } else {
+          const __half2 a = __floats2half2_rn(v[4 * k], v[4 * k + 1]), b = __floats2half2_rn(v[4 * k + 2], v[4 * k + 3]);
+          packed = make_uint2(*reinterpret_cast<const std::uint32_t*>(&a), *reinterpret_cast<const std::uint32_t*>(&b));
+        }
+        y[row * (stem_tile_n / 4)] = packed;
+      }
     }
   }
 
@@ -553,14 +558,13 @@ struct StemKernel {
     const float4 b4 = *reinterpret_cast<const float4*>(sbias + (lane & 15) * 4);
     const float bias[4] = {b4.x, b4.y, b4.z, b4.w};
 #pragma unroll 1
-    for (int band = 0; band < 2 * MI; ++band) {  // half fragments of 8 rows
-      const int row0 = band * stem_staging_rows;
-      if (row0 >= valid) break;
+    for (int i = 0; i < MI; ++i) {
+      if (i * 16 >= valid) break;
       __syncwarp();
-      stage_half(acc, band >> 1, band & 1, st, lane);
+      stage_fragment(acc, i, st, lane);
       __syncwarp();
-      if (p.geo.fast_store) store_band_fast(p, st, bias, pixel0 + row0, valid - row0, lane);
-      else store_band_general(p, st, pixel0 + row0, valid - row0, lane);
+      if (p.geo.fast_store) store_band_fast(p, st, bias, pixel0 + i * 16, valid - i * 16, lane);
+      else store_band_general(p, st, pixel0 + i * 16, valid - i * 16, lane);
     }
   }
 
@@ -595,8 +599,8 @@ struct StemKernel {
         c0[j] = g.reg_store ? *reinterpret_cast<const float2*>(sbias + j * 8 + 2 * (lane & 3)) : make_float2(0.0f, 0.0f);
       if (g.s >= 7) compute<true>(acc, rows, sf, g, a_off, c0, lane);
       else compute<false>(acc, rows, sf, g, a_off, c0, lane);
-      const int m_warp = tc.m0 + warp * WM;
-      const int valid = min(WM, g.pq - m_warp);
+      const int m_warp = tc.m0 + warp * stem_warp_m;
+      const int valid = min(stem_warp_m, g.pq - m_warp);
       if (valid > 0) store_tile(p, acc, stage, sbias, std::int64_t(tc.n) * g.pq + m_warp, valid, lane);
     };
     if constexpr (C == 4) {
@@ -665,7 +669,7 @@ struct StemKernel {
 
 // CfgT::value is a ConvConfig with iterator == stem.
 template <class CfgT>
-__global__ void __launch_bounds__(CfgT::value.gemm.threads(), stem_blocks_per_sm(CfgT::value.gemm)) conv2d_stem_kernel(const StemParams<epilogue::Builtin::Params> p) {
+__global__ void __launch_bounds__(CfgT::value.gemm.threads(), 1) conv2d_stem_kernel(const StemParams<epilogue::Builtin::Params> p) {
   using T = element_t<operand_type(CfgT::value.gemm.math)>;
   StemKernel<CfgT::value, T>::run(p);
 }
