@@ -250,19 +250,23 @@ struct MmaMainloop {
           read_slot = read_slot + 1 == C.stages ? 0 : read_slot + 1;
         }
         load_frags((kk + 1) & 1, read_slot, (kk + 1) % KI);
-        if (kk == 0) {
-          const int next = kt + C.stages - 1;
-          if (next < k_tiles) load(next % C.stages, next);
-          copy_commit();
-        }
 #pragma unroll
-        for (int i = 0; i < MI; ++i)
+        for (int i = 0; i < MI; ++i) {
+          // The copies of tile kt+stages-1 go out after the first half of the first step's mma
+          // (H200, 128x256x32 bf16: 408 -> 418 TF/s with the serpentine order below).
+          if (kk == 0 && i == MI / 2) {
+            const int next = kt + C.stages - 1;
+            if (next < k_tiles) load(next % C.stages, next);
+            copy_commit();
+          }
 #pragma unroll
-          for (int j = 0; j < NI; ++j) {
+          for (int jj = 0; jj < NI; ++jj) {
+            const int j = (i & 1) ? NI - 1 - jj : jj;  // serpentine: the last B fragment of a row starts the next
             const std::uint32_t* bj = &fb[kk & 1][j / 2][(j & 1) * 2];
             const std::uint32_t b2[2] = {bj[0], bj[1]};
             mma<C.math>(acc[i][j], fa[kk & 1][i], b2);
           }
+        }
       }
     }
     copy_wait<0>();
