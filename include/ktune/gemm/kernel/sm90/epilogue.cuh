@@ -371,7 +371,8 @@ __device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params
 // store issued from it n boxes earlier to have read it (`wait_group.read n-1`; the buffers rotate on
 // across tiles). n: every 1024-byte aligned 1 KB atom of the warp's staging (2 to 8; resource_model.hpp:
 // sm90_warp_staging_bytes), or fewer on request (KTUNE_SM90_STORE_BOXES, an A/B switch). The TMA clips
-// boxes at D's edges (the tensor map has D's M × N), so partial tiles in M and N need nothing special;
+// boxes at D's last row and, N being a multiple of 8 (make_store_map), at its last column, so partial
+// tiles in M and N need nothing special;
 // boxes wholly outside D are skipped. The caller waits for every read before the CTA exits (its shared
 // memory must outlive them).
 // Layout: the TMA's 128-byte swizzle, 16-byte unit u of box row r at u ^ r (the packed-pair writes of a
@@ -385,8 +386,6 @@ constexpr int sm90_store_boxes(int region_bytes) {
                                                          : (region_bytes - 512) / sm90_store_box_bytes;
   return n < 8 ? n : 8;
 }
-// Boxes a warp packs before one proxy fence and their stores (store_tile_async; KTUNE_SM90_STORE_BATCH).
-inline constexpr int sm90_store_default_batch = 2;
 // The warp tile can leave through 64-column boxes (16-bit D; ML::WN a multiple of 64).
 template <class ML>
 inline constexpr bool sm90_async_store_fits = ML::WN % 64 == 0;
@@ -394,10 +393,11 @@ inline constexpr bool sm90_async_store_fits = ML::WN % 64 == 0;
 // Host: D's tensor map for the asynchronous store (8-row × 64-column boxes, 128-byte swizzle) when D is
 // 16-bit with 16-byte aligned rows and the epilogue may end in the identity store (the kernel decides per
 // launch whether it does: fragment_epilogue; C, a residual, GELU or SiLU take the staged store). Returns
-// how many box buffers each warp is to use (the kernel caps it at what its staging holds) plus 256 × the
-// boxes it packs per proxy fence (the batch; capped at the buffers), 0 where D leaves through the
-// consumers' own stores. A/B switches (read once per process): KTUNE_SM90_SYNC_STORE=1 (never the TMA),
-// KTUNE_SM90_STORE_BOXES=n (at most n, 2..8, buffers per warp), KTUNE_SM90_STORE_BATCH=b (1..8).
+// how many box buffers each warp is to use (the kernel caps it at what its staging holds), 0 where D
+// leaves through the consumers' own stores. The TMA writes whole 16-byte units at D's last column (H200
+// s5-batchA: N = 197 and 1021 wrote a padded D's columns up to the next multiple of 8), so N must be a
+// multiple of 8. A/B switches (read once per process): KTUNE_SM90_SYNC_STORE=1 (never the TMA),
+// KTUNE_SM90_STORE_BOXES=n (at most n, 2..8, buffers per warp).
 inline int make_store_map(CUtensorMap& map, DType t, void* d, std::int64_t m, std::int64_t n, std::int64_t ldd,
                           const EpilogueSpec& e) {
   static const bool sync_store = std::getenv("KTUNE_SM90_SYNC_STORE") != nullptr;
@@ -406,18 +406,14 @@ inline int make_store_map(CUtensorMap& map, DType t, void* d, std::int64_t m, st
     const int b = v != nullptr ? std::atoi(v) : 0;
     return b >= 2 && b <= 8 ? b : 8;
   }();
-  static const int batch = [] {
-    const char* v = std::getenv("KTUNE_SM90_STORE_BATCH");
-    const int b = v != nullptr ? std::atoi(v) : 0;
-    return b >= 1 && b <= 8 ? b : sm90_store_default_batch;
-  }();
+
   const bool plain = e.beta == 0.0f && !e.residual && (e.activation == Activation::none || e.activation == Activation::relu);
-  if (!plain || sync_store || size_of(t) != 2 || reinterpret_cast<std::uintptr_t>(d) % 16 != 0 || (ldd * 2) % 16 != 0)
+  if (!plain || sync_store || size_of(t) != 2 || reinterpret_cast<std::uintptr_t>(d) % 16 != 0 || ldd % 8 != 0 || n % 8 != 0)
     return 0;
   const bool ok = make_tensor_map(map, t, d, static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(m),
                                   static_cast<std::uint64_t>(ldd), sm90_store_box_cols_bytes / 2, sm90_store_box_rows)
                       .ok();
-  return ok ? boxes_wanted | batch << 8 : 0;
+  return ok ? boxes_wanted : 0;
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -444,75 +440,41 @@ __device__ __forceinline__ void bulk_wait_read(int n) {
 
 // One consumer warp's part of a tile (16-row bands at row0 + 64·mi, WN columns from col0) through the
 // TMA, from `nboxes` (2..8) box buffers at `boxes`; `slot` is the buffer the next box goes to (warp-
-// uniform; 0 at the first tile, carried across tiles). The warp packs `batch` (1..nboxes) boxes, then
-// one proxy fence, then lane 0 issues their stores (one bulk group each): the buffers rotate, so before a
-// batch the stores issued from its buffers — the oldest `batch` of the last nboxes — must have read them.
-// The TMA writes whole 16-byte units at D's last column (H200: N = 197 wrote columns 197-199 of a padded
-// D), so a box across a last column that is not a multiple of 8 is written by the lanes instead (16-byte
-// vectors, the last columns one by one) from the same packed buffer.
+// uniform; 0 at the first tile, carried across tiles). One proxy fence and one store per box: packing
+// several boxes per fence (s5-batchB, a run-time batch with the stores issued in a loop) doubled the
+// kernel's code and ran 8192x8192x64 in 85-100 µs instead of 48.
 template <class ML, class TOut>
 __device__ __forceinline__ void store_tile_async(const CUtensorMap* map, typename ML::Accumulators& acc, char* boxes,
-                                                 int nboxes, int batch, TOut* D, std::int64_t ldd, int row0, int col0,
-                                                 int m, int n, int& slot) {
+                                                 int nboxes, int row0, int col0, int m, int n, int& slot) {
   static_assert(sizeof(TOut) == 2 && sm90_async_store_fits<ML>, "16-bit D, 64-column boxes");
-  constexpr int box_cols = 64, per_band = 2 * (ML::WN / box_cols), total = ML::MI * per_band;
+  constexpr int box_cols = 64;
   using Pair = decltype(epilogue::pack2<TOut>(0.0f, 0.0f));
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  // Box i: 8 rows of m64 block i / per_band (h = i % 2: rows g, accumulators 4j, 4j + 1; or g + 8, 4j + 2,
-  // 4j + 3), 64 columns from 64 · ((i % per_band) / 2).
-  auto box_row = [&](int i) { return row0 + 64 * (i / per_band) + sm90_store_box_rows * (i % 2); };
-  auto box_col = [&](int i) { return col0 + box_cols * ((i % per_band) / 2); };
-  auto next = [&](int s, int k) { return s + k >= nboxes ? s + k - nboxes : s + k; };
-  int pending = 0, first = 0;  // boxes packed but not yet stored, and the first one's index
-  auto issue = [&](int last) {  // the pending boxes first..last (skipping those outside D)
-    if (pending == 0) return;
-    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy writes → the TMA (async proxy)
-    __syncwarp();
-    if (lane == 0) {
-      int s = slot;
-      for (int k = first; k <= last; ++k) {
-        const int rb = box_row(k), cb = box_col(k);
-        if (rb >= m || cb >= n) continue;
-        tma_store_2d(map, cb, rb, boxes + s * sm90_store_box_bytes);
-        cuda::ptx::cp_async_bulk_commit_group();
-        s = next(s, 1);
+#pragma unroll
+  for (int mi = 0; mi < ML::MI; ++mi)
+#pragma unroll
+    for (int b = 0; b < ML::WN / box_cols; ++b)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {  // rows g (h = 0: accumulators 4j, 4j + 1) and g + 8 (4j + 2, 4j + 3)
+        const int rb = row0 + 64 * mi + sm90_store_box_rows * h, cb = col0 + box_cols * b;
+        if (rb >= m || cb >= n) continue;  // warp-uniform: the box lies outside D
+        char* buf = boxes + slot * sm90_store_box_bytes;
+        if (lane == 0) bulk_wait_read(nboxes - 1);
+        __syncwarp();  // the store issued from this buffer nboxes boxes ago has read it
+#pragma unroll
+        for (int j = 0; j < box_cols / 8; ++j) {
+          const int jj = (box_cols / 8) * b + j;
+          *reinterpret_cast<Pair*>(buf + g * sm90_store_box_cols_bytes + ((j ^ g) << 4) + 4 * t) =
+              epilogue::pack2<TOut>(acc[mi][4 * jj + 2 * h], acc[mi][4 * jj + 2 * h + 1]);
+        }
+        cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy writes → the TMA (async proxy)
+        __syncwarp();
+        if (lane == 0) {
+          tma_store_2d(map, cb, rb, buf);
+          cuda::ptx::cp_async_bulk_commit_group();
+        }
+        slot = slot + 1 == nboxes ? 0 : slot + 1;
       }
-    }
-    slot = next(slot, pending);
-    pending = 0;
-  };
-#pragma unroll
-  for (int i = 0; i < total; ++i) {
-    const int mi = i / per_band, b = (i % per_band) / 2, h = i % 2;
-    const int rb = box_row(i), cb = box_col(i);
-    if (rb >= m || cb >= n) continue;  // warp-uniform: the box lies outside D
-    const bool by_lanes = cb + box_cols > n && (n & 7) != 0;
-    if (by_lanes) issue(i - 1);
-    if (pending == 0) {
-      if (lane == 0) bulk_wait_read(by_lanes ? nboxes - 1 : nboxes - batch);
-      __syncwarp();  // the stores last issued from this batch's buffers have read them
-      first = i;
-    }
-    char* buf = boxes + next(slot, pending) * sm90_store_box_bytes;
-#pragma unroll
-    for (int j = 0; j < box_cols / 8; ++j) {
-      const int jj = (box_cols / 8) * b + j;
-      *reinterpret_cast<Pair*>(buf + g * sm90_store_box_cols_bytes + ((j ^ g) << 4) + 4 * t) =
-          epilogue::pack2<TOut>(acc[mi][4 * jj + 2 * h], acc[mi][4 * jj + 2 * h + 1]);
-    }
-    if (by_lanes) {  // 8 rows × 8 16-byte units; the buffer is free again once the warp has read it
-      __syncwarp();
-#pragma unroll
-      for (int u = lane; u < sm90_store_box_rows * 8; u += 32) {
-        const int r = u >> 3, c = u & 7, row = rb + r, col = cb + 8 * c;
-        const uint4 v = *reinterpret_cast<const uint4*>(buf + r * sm90_store_box_cols_bytes + ((c ^ r) << 4));
-        if (row < m && col < n) epilogue::store_unit16(D + static_cast<std::int64_t>(row) * ldd + col, v, n - col);
-      }
-      continue;
-    }
-    if (++pending == batch) issue(i);
-  }
-  issue(total - 1);
 }
 
 // Every box store of this warp has read its buffer (lane 0 issued them all).

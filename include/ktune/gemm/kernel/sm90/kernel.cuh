@@ -129,8 +129,8 @@ __device__ __forceinline__ void consumer_order_signal(int other_consumer) {
 // Sch (Sm90Schedule): ping-pong consumers (C has one consumer warpgroup tile, warp = tile) take turns on
 // whole tiles (even and odd tiles of this CTA's walk) instead of splitting each tile (cooperative);
 // tma_d: D's tensor map (8-row × 64-column boxes, 128-byte swizzle; 16-bit D) for the asynchronous store
-// (nullptr: every tile leaves through the consumers' own stores); d_store_boxes: at most (d_store_boxes & 255)
-// of the warp's store box buffers (< 2: all), (d_store_boxes >> 8) boxes per proxy fence (0: all).
+// (nullptr: every tile leaves through the consumers' own stores); d_store_boxes (2..): use at most that many
+// of the warp's store box buffers (0: all).
 // SplitK: p.split_k > 1 splits every tile's k-tiles into slices, work units of their own (split_k.cuh);
 // false (conv im2col) leaves that code out.
 template <GemmConfig C, class Epi, class Producer, Sm90Schedule Sch = Sm90Schedule{}, bool SplitK = false>
@@ -220,9 +220,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     static_assert(!async_capable || (warp_staging_bytes % 512 == 0 && S * ML::stage_bytes % 1024 == 0),
                   "warp staging regions start on 512-byte boundaries of a 1024-byte aligned staging area");
     const bool async_store = async_capable && tma_d != nullptr && (identity || fragments) && size_of(p.d_type) == 2;
-    const int boxes_wanted = d_store_boxes & 255, batch_wanted = d_store_boxes >> 8;
-    const int store_boxes = boxes_wanted >= 2 && boxes_wanted < staging_boxes ? boxes_wanted : staging_boxes;
-    const int store_batch = batch_wanted >= 1 && batch_wanted < store_boxes ? batch_wanted : store_boxes;
+    const int store_boxes = d_store_boxes >= 2 && d_store_boxes < staging_boxes ? d_store_boxes : staging_boxes;
     int slot = 0;
     // This consumer's two bias buffers (bias_prefetch/bias_wait: its 128 threads share the copies and
     // meet at named barrier 3 + cw; 1 and 2 order ping-pong consumers), and the tiles it computes.
@@ -303,12 +301,8 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       if constexpr (async_capable) {
         if (async_store) {
           char* boxes = store_box_buffers(stage_warp);
-          if (p.d_type == DType::f16)
-            store_tile_async<ML, __half>(tma_d, acc, boxes, store_boxes, store_batch, static_cast<__half*>(p.d), p.ldd,
-                                         row0, col0, p.m, p.n, slot);
-          else
-            store_tile_async<ML, __nv_bfloat16>(tma_d, acc, boxes, store_boxes, store_batch, static_cast<__nv_bfloat16*>(p.d),
-                                                p.ldd, row0, col0, p.m, p.n, slot);
+          if (p.d_type == DType::f16) store_tile_async<ML, __half>(tma_d, acc, boxes, store_boxes, row0, col0, p.m, p.n, slot);
+          else store_tile_async<ML, __nv_bfloat16>(tma_d, acc, boxes, store_boxes, row0, col0, p.m, p.n, slot);
           continue;
         }
       }
