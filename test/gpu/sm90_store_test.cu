@@ -1,6 +1,7 @@
 // GPU tests: the sm90 kernel's stores of D = A·B and of bias + ReLU (the fragment epilogue, which leaves
 // through the same stores) for every D type and the leading dimensions / pointers that pick their forms:
-// 16-bit D with 16-byte aligned rows (pointer and ldd) leaves through the asynchronous TMA store (8-row ×
+// 16-bit D with 16-byte aligned rows (pointer and ldd) leaves instances with 64x256 or 128x128 warpgroup
+// tiles through the asynchronous TMA store (8-row ×
 // 64-column boxes the TMA clips at D's edges: partial tiles in M and N; the TMA writes whole 16-byte units
 // at the last column, so N must be a multiple of 8 too, else the 16-byte row-segment store); without a
 // tensor map (KTUNE_SM90_SYNC_STORE=1) through 16-byte vectors of whole 128-byte row segments; anything

@@ -386,9 +386,12 @@ constexpr int sm90_store_boxes(int region_bytes) {
                                                          : (region_bytes - 512) / sm90_store_box_bytes;
   return n < 8 ? n : 8;
 }
-// The warp tile can leave through 64-column boxes (16-bit D; ML::WN a multiple of 64).
+// The warp tile leaves through the asynchronous store: 64-column boxes (ML::WN a multiple of 64), and
+// warpgroup tiles of 64x256 or 128x128. Smaller ones ran slower with it than with their own stores on the
+// H200 (s5-batchA, 8192x8192x64 bf16: 128x128 w64x128 65.5 vs 55.9 µs, 64x128 124 vs 108 µs; conv im2col
+// w64x64 mixed) while 128x256, 256x128 and both ping-pong tiles ran 4-15% faster.
 template <class ML>
-inline constexpr bool sm90_async_store_fits = ML::WN % 64 == 0;
+inline constexpr bool sm90_async_store_fits = ML::WN % 64 == 0 && ML::WM * ML::WN >= 128 * 128;
 
 // Host: D's tensor map for the asynchronous store (8-row × 64-column boxes, 128-byte swizzle) when D is
 // 16-bit with 16-byte aligned rows and the epilogue may end in the identity store (the kernel decides per
