@@ -7,7 +7,8 @@
 // to each other and run to run with every epilogue; cluster 2 with split_k > 1 refused with nothing
 // written. (test/gpu/split_k_test.cu covers one sm90 instance per family as well: workspace errors,
 // garbage workspaces, graphs, streams.) "sm90 split-K: sanitizer target" is the small case the GPU
-// request runs under compute-sanitizer racecheck / synccheck.
+// request runs under compute-sanitizer racecheck / synccheck. Serial mode only where
+// supports_serial_split_k (warpgroup tiles up to 64x128); the others must refuse it (checked).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -90,6 +91,7 @@ TEST_CASE("sm90 split-K: every instance, split counts and modes, edge shapes, ag
       for (DType out : {DType::f32, DType::bf16})
         for (int s : {2, 3, 7, 16})
           for (SplitKMode mode : {SplitKMode::serial, SplitKMode::parallel}) {
+            if (mode == SplitKMode::serial && !supports_serial_split_k(e->config)) continue;  // parallel only
             OutputCase oc;
             oc.d_type = out;
             oc.ldd_pad = sh.pad_d;
@@ -140,6 +142,7 @@ TEST_CASE("sm90 split-K: the epilogue is applied once, to the whole sum") {
     for (auto& [what, oc] : cases)
       for (int s : {2, 5})
         for (SplitKMode mode : {SplitKMode::serial, SplitKMode::parallel}) {
+          if (mode == SplitKMode::serial && !supports_serial_split_k(e->config)) continue;
           const RunResult r = run_checked(op.A, op.B, op.acc, e->config.math, oc, e->name.data(), rng, nullptr, sm90_split(s, mode, 2));
           CHECK_MESSAGE(r.status.ok(), e->name << " " << what << ": " << r.status.to_string());
           if (r.status.ok())
@@ -222,14 +225,16 @@ TEST_CASE("sm90 split-K: serial and parallel bit-identical, run to run, with eve
       const std::vector<double> ref = reference_epilogue(op.acc, M, N, x.d.epilogue, x.ops.c ? &x.C.vals : nullptr,
                                                          x.ops.bias ? &x.bias.vals : nullptr, nullptr);
       for (int s : {3, 9, 40, 64}) {  // 40, 64: several slice groups; 64 slices of 64 k-tiles
-        const auto serial = sm90_run_image(x, *e, sm90_split(s, SplitKMode::serial), 0xFF);
-        const auto serial2 = sm90_run_image(x, *e, sm90_split(s, SplitKMode::serial, 5), 0x5A);
         const auto parallel = sm90_run_image(x, *e, sm90_split(s, SplitKMode::parallel), 0x33);
         const auto parallel2 = sm90_run_image(x, *e, sm90_split(s, SplitKMode::parallel, 7), 0xFF);
-        CHECK_MESSAGE(serial == serial2, e->name << " split " << s << " variant " << variant << ": serial differs run to run");
         CHECK_MESSAGE(parallel == parallel2, e->name << " split " << s << " variant " << variant << ": parallel differs run to run");
-        CHECK_MESSAGE(serial == parallel, e->name << " split " << s << " variant " << variant << ": serial and parallel differ");
-        const Check c = check_image(x.D.st, serial, ref);
+        if (supports_serial_split_k(e->config)) {
+          const auto serial = sm90_run_image(x, *e, sm90_split(s, SplitKMode::serial), 0xFF);
+          const auto serial2 = sm90_run_image(x, *e, sm90_split(s, SplitKMode::serial, 5), 0x5A);
+          CHECK_MESSAGE(serial == serial2, e->name << " split " << s << " variant " << variant << ": serial differs run to run");
+          CHECK_MESSAGE(serial == parallel, e->name << " split " << s << " variant " << variant << ": serial and parallel differ");
+        }
+        const Check c = check_image(x.D.st, parallel, ref);
         CHECK_MESSAGE(c.ok(tolerance(e->config.math, x.d.d_type)), e->name << " split " << s << " variant " << variant << ": " << c.summary());
       }
     }
@@ -241,7 +246,10 @@ TEST_CASE("sm90 split-K: cluster 2 with split_k > 1 and a short workspace are re
   backend::device_info(dev);
   const auto instances = sm90_tn_instances(dev);
   if (instances.empty()) return;
-  const GemmKernelEntry* e = instances.front();
+  const GemmKernelEntry* e = nullptr;  // one that takes both modes
+  for (const GemmKernelEntry* x : instances)
+    if (e == nullptr && supports_serial_split_k(x->config)) e = x;
+  REQUIRE(e != nullptr);
   Rng rng(9900);
   const Sm90Operands op = sm90_operands(*e, 64, 136, 1024, rng);
   GemmDesc d;
@@ -281,6 +289,20 @@ TEST_CASE("sm90 split-K: cluster 2 with split_k > 1 and a short workspace are re
     backend::to_host(w.data(), ws.ptr, need);
     CHECK(std::all_of(w.begin(), w.end(), [](unsigned char b) { return b == 0x77; }));
   }
+  // Serial mode on a 128-accumulator instance (parallel only): refused.
+  for (const GemmKernelEntry* x : instances)
+    if (!supports_serial_split_k(x->config) && x->config.operand() == e->config.operand()) {
+      GemmLaunchOptions lo = sm90_split(4, SplitKMode::serial);
+      const std::size_t need = x->workspace_size(resolved(d), lo);
+      DeviceBuffer ws(need);
+      ops.workspace = ws.ptr;
+      ops.workspace_bytes = need;
+      CHECK(x->launch(resolved(d), ops, lo, nullptr).code() == StatusCode::unsupported);
+      backend::sync(nullptr);
+      const auto img = D.download();
+      CHECK(std::all_of(img.begin(), img.end(), [](unsigned char b) { return b == kPoison; }));
+      break;
+    }
 }
 
 TEST_CASE("sm90 split-K: the split counts split_k_variants proposes on short-output shapes") {
@@ -337,6 +359,7 @@ TEST_CASE("sm90 split-K: sanitizer target") {
   for (const GemmKernelEntry* e : pick) {
     const Sm90Operands op = sm90_operands(*e, 130, 200, 640, rng);
     for (auto [s, mode] : {std::pair{6, SplitKMode::serial}, std::pair{3, SplitKMode::parallel}}) {
+      if (mode == SplitKMode::serial && !supports_serial_split_k(e->config)) continue;
       OutputCase oc;
       oc.d_type = DType::bf16;
       oc.epilogue = bias_activation(Activation::relu);

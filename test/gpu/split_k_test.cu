@@ -47,6 +47,7 @@ std::vector<const GemmKernelEntry*> split_instances(const DeviceInfo& dev) {
   std::map<std::string_view, const GemmKernelEntry*> pick;
   for (const auto& e : gemm_table().entries()) {
     if (e.workspace_size == nullptr || is_route(e) || !runs_on_device(e, dev).ok()) continue;
+    if (!supports_serial_split_k(e.config)) continue;  // both modes here (sm90 parallel-only tiles: sm90_split_k_test)
     if (e.config.a_layout != Layout::row) continue;
     auto& p = pick[e.family];
     // Prefer bf16 with B column-major (the decode layout), then anything.

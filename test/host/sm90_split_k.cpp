@@ -45,7 +45,7 @@ GemmDesc bf16_tn(std::int64_t m, std::int64_t n, std::int64_t k) {
 // A registered sm90 bf16 'tn' instance with this block tile (cooperative), or null.
 const GemmKernelEntry* sm90_entry(int tm, int tn, bool pingpong = false) {
   for (const GemmKernelEntry& e : gemm_table().entries())
-    if (e.config.math == MathOp::wgmma_bf16 && e.config.a_layout == Layout::row && e.config.b_layout == Layout::col &&
+    if (!is_route(e) && e.config.math == MathOp::wgmma_bf16 && e.config.a_layout == Layout::row && e.config.b_layout == Layout::col &&
         e.config.tile.m == tm && e.config.tile.n == tn && (e.config.schedule == WgSchedule::pingpong) == pingpong)
       return &e;
   return nullptr;
@@ -113,7 +113,8 @@ TEST_CASE("sm90 split-K: launch variants where the tiles leave SMs idle, not wit
     }
   }
   CHECK(splits >= 2);
-  CHECK(parallel >= 1);
+  CHECK(parallel == splits);  // 64x256 warpgroup tile: parallel mode only (supports_serial_split_k)
+  CHECK_FALSE(supports_serial_split_k(big->config));
   // 4096^3 (512 tiles): no split. Short K (one k-tile): nothing to split.
   for (const GemmLaunchOptions& o : launch_variants(*big, bf16_tn(4096, 4096, 4096), dev)) CHECK(o.split_k == 1);
   for (const GemmLaunchOptions& o : launch_variants(*big, bf16_tn(128, 1024, 64), dev)) CHECK(o.split_k == 1);

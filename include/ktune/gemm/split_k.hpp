@@ -37,6 +37,13 @@ constexpr bool supports_split_k(const GemmConfig& c) {
   return is_wgmma(c.math) || (uses_tensor_cores(c.math) && !large_aligned_16bit_tile(c));
 }
 
+// Serial mode (the in-kernel reduction) where it costs no spills: every sm80 split-capable instance; sm90
+// instances whose consumer warpgroup tile is at most 64x128 (64 accumulator registers). With 128
+// accumulators (64x256, 128x128 warpgroup tiles) the serial path spilled 20 bytes (H200 s5-batchA/B),
+// and it was the slowest tactic there anyway (128x4096x4096 128x256 @split4s 49.2 us vs @split4p 21.3):
+// those take parallel mode only.
+constexpr bool supports_serial_split_k(const GemmConfig& c) { return !is_wgmma(c.math) || c.warp.m * c.warp.n <= 64 * 128; }
+
 // The fixed summation order of the slices' partial sums (both modes, so they give the same bits run to
 // run and as each other): slices in groups of split_k_group_slices, each group added in slice order,
 // then the group sums in group order.
@@ -119,7 +126,7 @@ inline std::vector<GemmLaunchOptions> split_k_variants(const GemmConfig& c, cons
     }
   if (best == 1) return out;
   auto add = [&](int s, SplitKMode mode) {
-    if (s < 2 || s > max_s) return;
+    if (s < 2 || s > max_s || (mode == SplitKMode::serial && !supports_serial_split_k(c))) return;
     for (const GemmLaunchOptions& o : out)
       if (o.split_k == s && o.split_mode == mode) return;
     GemmLaunchOptions o;

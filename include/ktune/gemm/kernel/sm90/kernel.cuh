@@ -286,9 +286,15 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
           // Parallel mode: splitk_reduce_kernel finishes. Serial mode: the sub-tile's last slice adds the
           // partials, reloads the sum and goes on to the epilogue below (the staged store: fragments and
           // the TMA store are off for split launches). (The sub-tile test is warpgroup-uniform.)
-          if (!p.split_serial || sub_row0 >= p.m || col0 >= p.n || !serial_split_k_sum<ML::WM, ML::WN>(p, sub_row0, col0, slice, cw))
+          // (Serial mode only where supports_serial_split_k: the launcher refuses it elsewhere.)
+          if constexpr (!supports_serial_split_k(C)) {
+            (void)sub_row0;
             continue;
-          load_partial_fragments<ML>(acc, p.partials, p.partial_ld, row0, col0, p.m, p.n);
+          } else {
+            if (!p.split_serial || sub_row0 >= p.m || col0 >= p.n || !serial_split_k_sum<ML::WM, ML::WN>(p, sub_row0, col0, slice, cw))
+              continue;
+            load_partial_fragments<ML>(acc, p.partials, p.partial_ld, row0, col0, p.m, p.n);
+          }
         }
       }
 

@@ -211,6 +211,8 @@ inline Status check_sm90_split_k(const GemmConfig& c, const GemmDesc& d, const G
                                                    "] with a known split_mode, got " + std::to_string(opt.split_k));
   if (opt.split_k == 1) return {};
   if (opt.cluster == 2) return error(StatusCode::unsupported, "sm90 split-K runs in clusters of 1 (split_k > 1 with cluster = 2)");
+  if (opt.split_mode == SplitKMode::serial && !supports_serial_split_k(c))
+    return error(StatusCode::unsupported, "serial split-K needs a warpgroup tile of at most 64x128 on sm90 (this instance: parallel mode)");
   const std::size_t need = sm90_split_k_layout(c, d, opt).total_bytes;
   if (ops.workspace == nullptr || ops.workspace_bytes < need)
     return error(StatusCode::invalid_argument, "workspace too small: split_k=" + std::to_string(opt.split_k) + " needs " +
