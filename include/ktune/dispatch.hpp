@@ -121,6 +121,21 @@ inline Status check_workspace(const GemmKernelEntry& e, const GemmDesc& d, const
   return {};
 }
 
+// Can this device run an instance of this configuration (GEMM or a conv's implicit GEMM)? Architecture
+// and shared memory only; no device (nullptr) admits everything.
+inline Status device_runs(const GemmConfig& c, const GemmResources& r, const DeviceInfo* dev) {
+  if (dev == nullptr) return {};
+  // sm_90a code (wgmma, setmaxnreg) runs on compute capability 9.0 only, not on later architectures.
+  if (is_wgmma(c.math) && dev->cc != 90)
+    return error(StatusCode::no_instance, "instance needs sm90a (compute capability 9.0 exactly), device is sm" + std::to_string(dev->cc));
+  if (dev->cc < c.arch_cc)
+    return error(StatusCode::no_instance, "instance needs sm" + std::to_string(c.arch_cc) + ", device is sm" + std::to_string(dev->cc));
+  if (r.smem_bytes > dev->smem_optin_bytes)
+    return error(StatusCode::no_instance, "instance needs " + std::to_string(r.smem_bytes) +
+                                              " B shared memory, device allows " + std::to_string(dev->smem_optin_bytes));
+  return {};
+}
+
 // Can this instance run this (already validated) problem on this device? The reason says why not.
 inline Status can_implement(const GemmKernelEntry& e, const GemmDesc& d, const GemmAlignment& al,
                             const DeviceInfo* dev) {
@@ -141,40 +156,34 @@ inline Status can_implement(const GemmKernelEntry& e, const GemmDesc& d, const G
   if (al.a % c.align != 0 || al.b % c.align != 0)
     return error(StatusCode::misaligned, "instance needs " + std::to_string(c.align) + "-element vectors, A allows " +
                                              std::to_string(al.a) + ", B allows " + std::to_string(al.b));
-  if (dev != nullptr) {
-    // sm_90a code (wgmma, setmaxnreg) runs on compute capability 9.0 only, not on later architectures.
-    if (is_wgmma(c.math) && dev->cc != 90)
-      return error(StatusCode::no_instance, "instance needs sm90a (compute capability 9.0 exactly), device is sm" + std::to_string(dev->cc));
-    if (dev->cc < c.arch_cc)
-      return error(StatusCode::no_instance, "instance needs sm" + std::to_string(c.arch_cc) + ", device is sm" + std::to_string(dev->cc));
-    if (e.resources.smem_bytes > dev->smem_optin_bytes)
-      return error(StatusCode::no_instance, "instance needs " + std::to_string(e.resources.smem_bytes) +
-                                                " B shared memory, device allows " + std::to_string(dev->smem_optin_bytes));
-  }
-  return {};
+  return device_runs(c, e.resources, dev);
 }
 
-class GemmTable {
+// A dispatch table: the instances registered during static initialisation, found by name or by the
+// problem they can implement (can_implement(entry, desc, alignment, device), found by ADL: the GEMM one
+// above, the conv one in conv/dispatch.hpp).
+template <class Entry, class Desc, class Alignment>
+class KernelTable {
  public:
-  void add(const GemmKernelEntry& e) {
+  void add(const Entry& e) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (std::none_of(entries_.begin(), entries_.end(), [&](const GemmKernelEntry& x) { return x.name == e.name; }))
+    if (std::none_of(entries_.begin(), entries_.end(), [&](const Entry& x) { return x.name == e.name; }))
       entries_.push_back(e);
   }
   // Entries are only added during static initialisation, so reading needs no lock afterwards.
-  const std::vector<GemmKernelEntry>& entries() const { return entries_; }
+  const std::vector<Entry>& entries() const { return entries_; }
   std::size_t size() const { return entries_.size(); }
 
-  const GemmKernelEntry* find(std::string_view name) const {
+  const Entry* find(std::string_view name) const {
     for (const auto& e : entries_)
       if (e.name == name) return &e;
     return nullptr;
   }
 
   // Entries that accept the problem; `why_not` (optional) collects one line per rejected entry.
-  std::vector<const GemmKernelEntry*> candidates(const GemmDesc& d, const GemmAlignment& al, const DeviceInfo* dev,
-                                                 std::vector<std::string>* why_not = nullptr) const {
-    std::vector<const GemmKernelEntry*> out;
+  std::vector<const Entry*> candidates(const Desc& d, const Alignment& al, const DeviceInfo* dev,
+                                       std::vector<std::string>* why_not = nullptr) const {
+    std::vector<const Entry*> out;
     for (const auto& e : entries_) {
       Status s = can_implement(e, d, al, dev);
       if (s.ok())
@@ -187,8 +196,10 @@ class GemmTable {
 
  private:
   std::mutex mu_;
-  std::vector<GemmKernelEntry> entries_;
+  std::vector<Entry> entries_;
 };
+
+using GemmTable = KernelTable<GemmKernelEntry, GemmDesc, GemmAlignment>;
 
 // The process-wide table that instance headers register into (see gemm/instances/).
 inline GemmTable& gemm_table() {

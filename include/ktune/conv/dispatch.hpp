@@ -118,53 +118,10 @@ inline Status can_implement(const ConvKernelEntry& e, const Conv2dDesc& d, const
   if (al.x % c.gemm.align != 0 || al.w % c.gemm.align != 0)
     return error(StatusCode::misaligned, "instance needs " + n(c.gemm.align) + "-element vectors, x allows " + n(al.x) +
                                              ", w allows " + n(al.w));
-  if (dev != nullptr) {
-    // sm_90a code (wgmma, setmaxnreg) runs on compute capability 9.0 only, not on later architectures.
-    if (is_wgmma(c.gemm.math) && dev->cc != 90)
-      return error(StatusCode::no_instance, "instance needs sm90a (compute capability 9.0 exactly), device is sm" + n(dev->cc));
-    if (dev->cc < c.gemm.arch_cc)
-      return error(StatusCode::no_instance, "instance needs sm" + n(c.gemm.arch_cc) + ", device is sm" + n(dev->cc));
-    if (e.resources.smem_bytes > dev->smem_optin_bytes)
-      return error(StatusCode::no_instance, "instance needs " + n(e.resources.smem_bytes) +
-                                                " B shared memory, device allows " + n(dev->smem_optin_bytes));
-  }
-  return {};
+  return device_runs(c.gemm, e.resources, dev);
 }
 
-class ConvTable {
- public:
-  void add(const ConvKernelEntry& e) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (std::none_of(entries_.begin(), entries_.end(), [&](const ConvKernelEntry& x) { return x.name == e.name; }))
-      entries_.push_back(e);
-  }
-  // Entries are only added during static initialisation, so reading needs no lock afterwards.
-  const std::vector<ConvKernelEntry>& entries() const { return entries_; }
-  std::size_t size() const { return entries_.size(); }
-
-  const ConvKernelEntry* find(std::string_view name) const {
-    for (const auto& e : entries_)
-      if (e.name == name) return &e;
-    return nullptr;
-  }
-
-  std::vector<const ConvKernelEntry*> candidates(const Conv2dDesc& d, const ConvAlignment& al, const DeviceInfo* dev,
-                                                 std::vector<std::string>* why_not = nullptr) const {
-    std::vector<const ConvKernelEntry*> out;
-    for (const auto& e : entries_) {
-      Status s = can_implement(e, d, al, dev);
-      if (s.ok())
-        out.push_back(&e);
-      else if (why_not != nullptr)
-        why_not->push_back(std::string(e.name) + ": " + s.message());
-    }
-    return out;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<ConvKernelEntry> entries_;
-};
+using ConvTable = KernelTable<ConvKernelEntry, Conv2dDesc, ConvAlignment>;
 
 // The process-wide table that conv instance TUs register into (see conv/instantiate.cuh).
 inline ConvTable& conv_table() {
