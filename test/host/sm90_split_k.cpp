@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "host/fake_device.hpp"
 #include "conv_problem.hpp"
 #include "ktune/conv.hpp"
 #include "ktune/conv/tactics.hpp"
@@ -21,26 +22,9 @@ using ktune::test::conv_problem;
 
 namespace {
 
-DeviceInfo sm90_h200() {
-  DeviceInfo d;
-  d.name = "fake H200";
-  d.cc = 90;
-  d.sm_count = 132;
-  d.smem_optin_bytes = 227 * 1024;
-  return d;
-}
+DeviceInfo sm90_h200() { return ktune::test::fake_h200(); }
 
-GemmDesc bf16_tn(std::int64_t m, std::int64_t n, std::int64_t k) {
-  GemmDesc d;
-  d.m = m;
-  d.n = n;
-  d.k = k;
-  d.ab_type = DType::bf16;
-  d.d_type = DType::bf16;
-  d.a_layout = Layout::row;
-  d.b_layout = Layout::col;
-  return resolved(d);
-}
+GemmDesc bf16_tn(std::int64_t m, std::int64_t n, std::int64_t k) { return ktune::test::bf16_tn_desc(m, n, k); }
 
 // A registered sm90 bf16 'tn' instance with this block tile (cooperative), or null.
 const GemmKernelEntry* sm90_entry(int tm, int tn, bool pingpong = false) {

@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "host/fake_device.hpp"
 #include "ktune/gemm.hpp"
 #include "ktune/gemm/split_k.hpp"
 
@@ -30,26 +31,9 @@ GemmKernelEntry fake_entry(bool split_capable, TileShape tile = {64, 64, 32}) {
   return e;
 }
 
-DeviceInfo h200() {
-  DeviceInfo d;
-  d.name = "fake H200";
-  d.cc = 90;
-  d.sm_count = 132;
-  d.smem_optin_bytes = 227 * 1024;
-  return d;
-}
+DeviceInfo h200() { return ktune::test::fake_h200(); }
 
-GemmDesc problem(std::int64_t m, std::int64_t n, std::int64_t k) {
-  GemmDesc d;
-  d.m = m;
-  d.n = n;
-  d.k = k;
-  d.ab_type = DType::bf16;
-  d.d_type = DType::bf16;
-  d.a_layout = Layout::row;
-  d.b_layout = Layout::col;
-  return resolved(d);
-}
+GemmDesc problem(std::int64_t m, std::int64_t n, std::int64_t k) { return ktune::test::bf16_tn_desc(m, n, k); }
 
 }  // namespace
 
