@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "host/fake_device.hpp"
+#include "fake_device.hpp"
 #include "conv_problem.hpp"
 #include "ktune/conv.hpp"
 #include "ktune/conv/tactics.hpp"

@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "host/fake_device.hpp"
+#include "fake_device.hpp"
 #include "ktune/gemm.hpp"
 #include "ktune/gemm/split_k.hpp"
 
