@@ -45,19 +45,6 @@ GemmLaunchOptions sm90_split(int s, SplitKMode m, int max_ctas = 0) {
 
 const char* sm90_mode_name(SplitKMode m) { return m == SplitKMode::serial ? "serial" : "parallel"; }
 
-struct Sm90Operands {
-  Matrix A, B;
-  std::vector<double> acc;
-};
-
-Sm90Operands sm90_operands(const GemmKernelEntry& e, int m, int n, int k, Rng& rng) {
-  const DType ab = e.config.operand();
-  Sm90Operands o;
-  o.A = random_matrix(storage(ab, m, k, true), rng);
-  o.B = random_matrix(storage(ab, k, n, false), rng);
-  o.acc = reference_ab(o.A, o.B);
-  return o;
-}
 
 struct Sm90SplitShape {
   const char* what;
@@ -87,7 +74,7 @@ TEST_CASE("sm90 split-K: every instance, split counts and modes, edge shapes, ag
   for (const GemmKernelEntry* e : instances)
     for (const Sm90SplitShape& sh : shapes) {
       Rng rng(seed++);
-      const Sm90Operands op = sm90_operands(*e, sh.m, sh.n, sh.k, rng);
+      const RandomOperands op = random_operands(*e, sh.m, sh.n, sh.k, rng);
       for (DType out : {DType::f32, DType::bf16})
         for (int s : {2, 3, 7, 16})
           for (SplitKMode mode : {SplitKMode::serial, SplitKMode::parallel}) {
@@ -138,7 +125,7 @@ TEST_CASE("sm90 split-K: the epilogue is applied once, to the whole sum") {
   std::uint64_t seed = 9700;
   for (const GemmKernelEntry* e : instances) {
     Rng rng(seed++);
-    const Sm90Operands op = sm90_operands(*e, 200, 264, 1104, rng);  // K: 16-byte rows for the TMA
+    const RandomOperands op = random_operands(*e, 200, 264, 1104, rng);  // K: 16-byte rows for the TMA
     for (auto& [what, oc] : cases)
       for (int s : {2, 5})
         for (SplitKMode mode : {SplitKMode::serial, SplitKMode::parallel}) {
@@ -189,7 +176,7 @@ TEST_CASE("sm90 split-K: serial and parallel bit-identical, run to run, with eve
   for (const GemmKernelEntry* e : instances) {
     Rng rng(seed++);
     const int M = 96, N = 200, K = 4096;
-    const Sm90Operands op = sm90_operands(*e, M, N, K, rng);
+    const RandomOperands op = random_operands(*e, M, N, K, rng);
     for (int variant = 0; variant < 3; ++variant) {
       Sm90Direct x;
       x.d.m = M;
@@ -251,7 +238,7 @@ TEST_CASE("sm90 split-K: cluster 2 with split_k > 1 and a short workspace are re
     if (e == nullptr && supports_serial_split_k(x->config)) e = x;
   REQUIRE(e != nullptr);
   Rng rng(9900);
-  const Sm90Operands op = sm90_operands(*e, 64, 136, 1024, rng);
+  const RandomOperands op = random_operands(*e, 64, 136, 1024, rng);
   GemmDesc d;
   d.m = 64;
   d.n = 136;
@@ -316,7 +303,7 @@ TEST_CASE("sm90 split-K: the split counts split_k_variants proposes on short-out
     if (e->config.math == MathOp::wgmma_tf32) continue;
     for (auto [m, n, k] : {std::tuple{128, 1024, 2048}, std::tuple{392, 512, 2048}}) {
       Rng rng(seed++);
-      const Sm90Operands op = sm90_operands(*e, m, n, k, rng);
+      const RandomOperands op = random_operands(*e, m, n, k, rng);
       GemmDesc d;
       d.m = m;
       d.n = n;
@@ -357,7 +344,7 @@ TEST_CASE("sm90 split-K: sanitizer target") {
   }
   Rng rng(9990);
   for (const GemmKernelEntry* e : pick) {
-    const Sm90Operands op = sm90_operands(*e, 130, 200, 640, rng);
+    const RandomOperands op = random_operands(*e, 130, 200, 640, rng);
     for (auto [s, mode] : {std::pair{6, SplitKMode::serial}, std::pair{3, SplitKMode::parallel}}) {
       if (mode == SplitKMode::serial && !supports_serial_split_k(e->config)) continue;
       OutputCase oc;

@@ -66,19 +66,7 @@ GemmLaunchOptions split(int s, SplitKMode m) {
   return o;
 }
 
-struct Operands {
-  Matrix A, B;
-  std::vector<double> acc;
-};
-
-Operands make_operands(const GemmKernelEntry& e, int m, int n, int k, Rng& rng) {
-  const DType ab = e.config.operand();
-  Operands o;
-  o.A = random_matrix(storage(ab, m, k, e.config.a_layout == Layout::row), rng);
-  o.B = random_matrix(storage(ab, k, n, e.config.b_layout == Layout::row), rng);
-  o.acc = reference_ab(o.A, o.B);
-  return o;
-}
+using Operands = RandomOperands;
 
 }  // namespace
 
@@ -94,7 +82,7 @@ TEST_CASE("split-K: every split count and mode on edge shapes matches the float6
       Rng rng(seed++);
       // Operand alignment: K and the leading dimensions must suit the instance's vectors.
       if (sh.k % e->config.align != 0 || (e->config.b_layout == Layout::row && sh.n % e->config.align != 0)) continue;
-      const Operands op = make_operands(*e, sh.m, sh.n, sh.k, rng);
+      const Operands op = random_operands(*e, sh.m, sh.n, sh.k, rng);
       for (DType out : {DType::f32, DType::bf16})
         for (int s : kSplits)
           for (SplitKMode mode : kModes) {
@@ -145,7 +133,7 @@ TEST_CASE("split-K: the epilogue is applied once, to the whole sum") {
   std::uint64_t seed = 700;
   for (const GemmKernelEntry* e : instances) {
     Rng rng(seed++);
-    const Operands op = make_operands(*e, 33, 200, 1000, rng);
+    const Operands op = random_operands(*e, 33, 200, 1000, rng);
     for (auto& [what, oc0] : cases)
       for (DType out : {DType::f32, DType::bf16})
         for (int s : {2, 5})
@@ -199,7 +187,7 @@ TEST_CASE("split-K: deterministic (bit-identical across runs and modes), with a 
   std::uint64_t seed = 800;
   for (const GemmKernelEntry* e : instances) {
     Rng rng(seed++);
-    const Operands op = make_operands(*e, 64, 264, 8192, rng);
+    const Operands op = random_operands(*e, 64, 264, 8192, rng);
     std::map<int, std::vector<unsigned char>> by_split;  // serial and parallel add in the same order
     for (SplitKMode mode : kModes)
       for (int s : {3, 8, 37, 64, 256}) {  // 37..256: several slice groups; 256 > k-tiles: empty slices
@@ -238,7 +226,7 @@ TEST_CASE("split-K: a workspace too small is an error and nothing is written") {
   REQUIRE_FALSE(instances.empty());
   const GemmKernelEntry* e = instances.front();
   Rng rng(900);
-  const Operands op = make_operands(*e, 40, 136, 1024, rng);
+  const Operands op = random_operands(*e, 40, 136, 1024, rng);
   for (SplitKMode mode : kModes) {
     Direct x = direct_problem(*e, op, DType::bf16);
     GemmOptions opt;
@@ -285,7 +273,7 @@ TEST_CASE("split-K through the one-call API with ktune's pooled workspace, on tw
   std::uint64_t seed = 1000;
   for (const GemmKernelEntry* e : instances) {
     Rng rng(seed++);
-    const Operands op = make_operands(*e, 16, 264, 3000, rng);
+    const Operands op = random_operands(*e, 16, 264, 3000, rng);
     for (cudaStream_t s : {s1, s2, static_cast<cudaStream_t>(nullptr)})
       for (SplitKMode mode : kModes) {
         OutputCase oc;
@@ -311,7 +299,7 @@ TEST_CASE("small-M family: decode shapes with the split counts split_k_variants 
   for (const GemmKernelEntry* e : small_m)
     for (int m : {1, 16, 32}) {
       Rng rng(seed++);
-      const Operands op = make_operands(*e, m, 320, 2048, rng);
+      const Operands op = random_operands(*e, m, 320, 2048, rng);
       GemmDesc d;
       d.m = m;
       d.n = 320;
@@ -342,7 +330,7 @@ TEST_CASE("split-K inside a CUDA graph: first use on a capturing stream, replaye
   REQUIRE_FALSE(instances.empty());
   const GemmKernelEntry* e = instances.front();
   Rng rng(1200);
-  const Operands op = make_operands(*e, 24, 200, 2048, rng);
+  const Operands op = random_operands(*e, 24, 200, 2048, rng);
   for (SplitKMode mode : kModes) {
     cudaStream_t s = nullptr;  // a fresh stream: ktune has no counters for it yet, and cannot allocate while capturing
     KT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -327,6 +327,21 @@ inline std::vector<double> reference_ab(const Matrix& A, const Matrix& B) {
   return acc;
 }
 
+// Random A (M×K) and B (K×N) in an instance's operand type and layouts, and their float64 product.
+struct RandomOperands {
+  Matrix A, B;
+  std::vector<double> acc;
+};
+
+inline RandomOperands random_operands(const GemmKernelEntry& e, int m, int n, int k, Rng& rng) {
+  const DType ab = e.config.operand();
+  RandomOperands o;
+  o.A = random_matrix(storage(ab, m, k, e.config.a_layout == Layout::row), rng);
+  o.B = random_matrix(storage(ab, k, n, e.config.b_layout == Layout::row), rng);
+  o.acc = reference_ab(o.A, o.B);
+  return o;
+}
+
 inline double activation(Activation a, double x) {
   switch (a) {
     case Activation::none: return x;
