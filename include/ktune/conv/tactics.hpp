@@ -74,12 +74,7 @@ inline bool parse_conv_launch_suffix(std::string_view s, ConvLaunchOptions& out,
     rest = at == std::string_view::npos ? std::string_view{} : rest.substr(at + 1);
     if (at != std::string_view::npos && rest.empty()) return bad("conv launch options '" + std::string(s) + "' end with '@'");
     auto number = [&](std::string_view prefix, std::string_view& tail, int& v) {
-      if (knob.substr(0, prefix.size()) != prefix) return false;
-      const std::string_view num = knob.substr(prefix.size());
-      const auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
-      if (ec != std::errc{} || p == num.data() || (num[0] == '0' && p - num.data() > 1)) return false;  // "rg0": range error below
-      tail = num.substr(static_cast<std::size_t>(p - num.data()));
-      return true;
+      return launch_knob_number(knob, prefix, tail, v);  // "rg0": range error below
     };
     std::string_view tail;
     int v = 0;

@@ -82,6 +82,18 @@ inline void split_tactic_name(std::string_view name, std::string_view& instance,
   suffix = at == std::string_view::npos ? std::string_view{} : name.substr(at + 1);
 }
 
+// A launch knob "<prefix><integer><tail>" (e.g. "split4s": 4 and "s"): false when the prefix differs or
+// no integer follows, or it has a leading zero ("split04s"). 0 and negative values parse, so the caller's
+// range check can say what is wrong with "rg0" (GEMM and conv launch suffixes).
+inline bool launch_knob_number(std::string_view knob, std::string_view prefix, std::string_view& tail, int& v) {
+  if (knob.substr(0, prefix.size()) != prefix) return false;
+  const std::string_view num = knob.substr(prefix.size());
+  const auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
+  if (ec != std::errc{} || p == num.data() || (num[0] == '0' && p - num.data() > 1)) return false;
+  tail = num.substr(static_cast<std::size_t>(p - num.data()));
+  return true;
+}
+
 // Inverse of launch_suffix; accepts only the canonical spelling (so every option set has one name).
 inline bool parse_launch_suffix(std::string_view s, GemmLaunchOptions& out, std::string& why) {
   GemmLaunchOptions o{};
@@ -94,15 +106,7 @@ inline bool parse_launch_suffix(std::string_view s, GemmLaunchOptions& out, std:
       why = "launch options '" + std::string(s) + "' end with '@'";
       return false;
     }
-    auto number = [&](std::string_view prefix, std::string_view& tail, int& v) {
-      if (knob.substr(0, prefix.size()) != prefix) return false;
-      const char* first = knob.data() + prefix.size();
-      const char* last = knob.data() + knob.size();
-      const auto r = std::from_chars(first, last, v);
-      if (r.ec != std::errc{} || r.ptr == first || *first == '0' || v < 0) return false;
-      tail = std::string_view(r.ptr, static_cast<std::size_t>(last - r.ptr));
-      return true;
-    };
+    auto number = [&](std::string_view prefix, std::string_view& tail, int& v) { return launch_knob_number(knob, prefix, tail, v); };
     std::string_view tail;
     int v = 0;
     if (number("split", tail, v) && v >= 2 && v <= max_split_k && (tail == "s" || tail == "p")) {
