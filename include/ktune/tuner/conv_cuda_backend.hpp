@@ -270,14 +270,9 @@ class CudaConvSession : public ConvTuningSession {
   double host_value(std::int64_t m, std::int64_t j) const {
     const double acc = conv_sum_exact(d_, shape_, m, j, [this](std::int64_t e) { return x_.at(e); },
                                       [this](std::int64_t e) { return w_.at(e); });
-    const EpilogueSpec& ep = d_.epilogue;
-    float v = ep.alpha * static_cast<float>(acc);
-    if (has_prior_) v += ep.beta * prior_.at(m * d_.k + j);
-    if (ep.bias) v += bias_.at(j);
-    if (ep.residual) v += res_.at(m * d_.k + j);
-    v = host_fp::activation(ep.activation, v);
-    if (ep.clamp) v = std::min(std::max(v, ep.clamp_lo), ep.clamp_hi);
-    return v;
+    return host_fp::epilogue_value(
+        d_.epilogue, acc, has_prior_, [&] { return prior_.at(m * d_.k + j); }, [&] { return bias_.at(j); },
+        [&] { return res_.at(m * d_.k + j); });
   }
 
   Status make_reference() {

@@ -148,6 +148,19 @@ inline float activation(Activation a, float x) {
   }
 }
 
+// The built-in epilogue applied to one exact accumulator: alpha·acc (+ beta·prior) (+ bias)
+// (+ residual), activation, clamp. The inputs are callables, read only when the epilogue uses them.
+template <class Prior, class Bias, class Residual>
+inline float epilogue_value(const EpilogueSpec& ep, double acc, bool has_prior, Prior prior, Bias bias, Residual residual) {
+  float x = ep.alpha * static_cast<float>(acc);
+  if (has_prior) x += ep.beta * prior();
+  if (ep.bias) x += bias();
+  if (ep.residual) x += residual();
+  x = activation(ep.activation, x);
+  if (ep.clamp) x = std::min(std::max(x, ep.clamp_lo), ep.clamp_hi);
+  return x;
+}
+
 }  // namespace host_fp
 
 struct CudaBackendOptions {
@@ -748,14 +761,9 @@ class CudaSession : public TuningSession {
       const double b = b_.at(b_row ? k * d_.ldb + j : j * d_.ldb + k);
       acc += a * b;
     }
-    const EpilogueSpec& ep = d_.epilogue;
-    float x = ep.alpha * static_cast<float>(acc);
-    if (has_c_) x += ep.beta * c_.at(i * d_.ldc + j);
-    if (ep.bias) x += bias_.at(j);
-    if (ep.residual) x += res_.at(i * d_.ldr + j);
-    x = host_fp::activation(ep.activation, x);
-    if (ep.clamp) x = std::min(std::max(x, ep.clamp_lo), ep.clamp_hi);
-    return x;
+    return host_fp::epilogue_value(
+        d_.epilogue, acc, has_c_, [&] { return c_.at(i * d_.ldc + j); }, [&] { return bias_.at(j); },
+        [&] { return res_.at(i * d_.ldr + j); });
   }
 
   Status make_reference() {
