@@ -237,29 +237,9 @@ class CudaConvSession : public ConvTuningSession {
     const int ey = size_of(d_.out_type);
     if (has_prior_) KTUNE_RETURN_IF_ERROR(reset_y());
     else KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(y_.ptr, 0xff, y_.elements * static_cast<std::size_t>(ey), pool_.stream), "poisoning y"));
-    KTUNE_RETURN_IF_ERROR(detail::ensure_events(pool_, 2));
-    cudaEventRecord(pool_.events[0], pool_.stream);
-    KTUNE_RETURN_IF_ERROR(e.launch(d_, ops_, lo, pool_.stream));
-    cudaEventRecord(pool_.events[1], pool_.stream);
-    const std::size_t row_bytes = static_cast<std::size_t>(d_.k) * static_cast<std::size_t>(ey);
-    auto* host = static_cast<unsigned char*>(pool_.host);
-    const auto* yptr = static_cast<const unsigned char*>(y_.ptr);
-    KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemcpy2DAsync(host, row_bytes, yptr, static_cast<std::size_t>(sample_stride_) * row_bytes, row_bytes,
-                                                        static_cast<std::size_t>(sample_rows_), cudaMemcpyDeviceToHost, pool_.stream),
-                                      "copying sampled rows"));
-    if (extra_last_row_)
-      KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(host + static_cast<std::size_t>(sample_rows_) * row_bytes,
-                                                        yptr + static_cast<std::size_t>(shape_.m - 1) * row_bytes, row_bytes,
-                                                        cudaMemcpyDeviceToHost, pool_.stream),
-                                        "copying the last row"));
-    KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(pool_.stream), "validation run"));
-    float t = 0;
-    if (cudaEventElapsedTime(&t, pool_.events[0], pool_.events[1]) != cudaSuccess) (void)cudaGetLastError();
-    if (ms) *ms = t;
-    const std::size_t n = static_cast<std::size_t>((sample_rows_ + (extra_last_row_ ? 1 : 0)) * d_.k);
-    out.resize(n);
-    for (std::size_t i = 0; i < n; ++i) out[i] = host_fp::load(d_.out_type, host, i);
-    return {};
+    return detail::launch_and_sample(
+        pool_, [&] { return e.launch(d_, ops_, lo, pool_.stream); }, y_.ptr, d_.out_type, d_.k,
+        static_cast<std::size_t>(d_.k) * static_cast<std::size_t>(ey), sample_stride_, sample_rows_, extra_last_row_, shape_.m - 1, out, ms);
   }
 
   std::int64_t sampled_row(std::size_t r) const {

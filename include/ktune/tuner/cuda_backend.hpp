@@ -389,6 +389,38 @@ inline Status ensure_events(ScratchPool& pool, std::size_t n) {
   return {};
 }
 
+// Run `launch` once between the pool's two events, then copy rows 0, stride, 2·stride, … (`rows` of
+// them) of the output — and its last row `last_row` when `extra_last_row` — to the pinned buffer and
+// return them as doubles (`cols` values per row). Rows are `row_bytes` long, `ld_bytes` apart.
+template <class Launch>
+Status launch_and_sample(ScratchPool& pool, Launch&& launch, const void* outp, DType type, std::int64_t cols, std::size_t ld_bytes,
+                         std::int64_t stride, std::int64_t rows, bool extra_last_row, std::int64_t last_row,
+                         std::vector<double>& out, double* ms) {
+  KTUNE_RETURN_IF_ERROR(ensure_events(pool, 2));
+  cudaEventRecord(pool.events[0], pool.stream);
+  KTUNE_RETURN_IF_ERROR(launch());
+  cudaEventRecord(pool.events[1], pool.stream);
+  const std::size_t row_bytes = static_cast<std::size_t>(cols) * static_cast<std::size_t>(size_of(type));
+  auto* host = static_cast<unsigned char*>(pool.host);
+  const auto* src = static_cast<const unsigned char*>(outp);
+  KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemcpy2DAsync(host, row_bytes, src, static_cast<std::size_t>(stride) * ld_bytes, row_bytes,
+                                                      static_cast<std::size_t>(rows), cudaMemcpyDeviceToHost, pool.stream),
+                                    "copying sampled rows"));
+  if (extra_last_row)
+    KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(host + static_cast<std::size_t>(rows) * row_bytes,
+                                                      src + static_cast<std::size_t>(last_row) * ld_bytes, row_bytes,
+                                                      cudaMemcpyDeviceToHost, pool.stream),
+                                      "copying the last row"));
+  KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(pool.stream), "validation run"));
+  float t = 0;
+  if (cudaEventElapsedTime(&t, pool.events[0], pool.events[1]) != cudaSuccess) (void)cudaGetLastError();
+  if (ms) *ms = t;
+  const std::size_t n = static_cast<std::size_t>((rows + (extra_last_row ? 1 : 0)) * cols);
+  out.resize(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = host_fp::load(type, host, i);
+  return {};
+}
+
 // Write the operand's pattern once (through the pinned buffer), then replicate it by doubling device copies.
 inline Status fill(ScratchPool& pool, Operand& o) {
   const int es = size_of(o.type);
@@ -722,30 +754,9 @@ class CudaSession : public TuningSession {
     const int ed = size_of(d_.d_type);
     KTUNE_RETURN_IF_ERROR(bind_workspace(e, lo));
     KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(out_.ptr, 0xff, out_.elements * static_cast<std::size_t>(ed), pool_.stream), "poisoning D"));
-    KTUNE_RETURN_IF_ERROR(detail::ensure_events(pool_, 2));
-    cudaEventRecord(pool_.events[0], pool_.stream);
-    KTUNE_RETURN_IF_ERROR(e.launch(d_, ops_, lo, pool_.stream));
-    cudaEventRecord(pool_.events[1], pool_.stream);
-    const std::size_t row_bytes = static_cast<std::size_t>(d_.n) * static_cast<std::size_t>(ed);
-    auto* host = static_cast<unsigned char*>(pool_.host);
-    const auto* dptr = static_cast<const unsigned char*>(out_.ptr);
-    KTUNE_RETURN_IF_ERROR(cuda_status(
-        cudaMemcpy2DAsync(host, row_bytes, dptr, static_cast<std::size_t>(sample_stride_ * d_.ldd) * static_cast<std::size_t>(ed),
-                          row_bytes, static_cast<std::size_t>(sample_rows_), cudaMemcpyDeviceToHost, pool_.stream),
-        "copying sampled rows"));
-    if (extra_last_row_)
-      KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(host + static_cast<std::size_t>(sample_rows_) * row_bytes,
-                                                        dptr + static_cast<std::size_t>((d_.m - 1) * d_.ldd) * static_cast<std::size_t>(ed),
-                                                        row_bytes, cudaMemcpyDeviceToHost, pool_.stream),
-                                        "copying the last row"));
-    KTUNE_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(pool_.stream), "validation run"));
-    float t = 0;
-    if (cudaEventElapsedTime(&t, pool_.events[0], pool_.events[1]) != cudaSuccess) (void)cudaGetLastError();
-    if (ms) *ms = t;
-    const std::size_t n = static_cast<std::size_t>((sample_rows_ + (extra_last_row_ ? 1 : 0)) * d_.n);
-    out.resize(n);
-    for (std::size_t i = 0; i < n; ++i) out[i] = host_fp::load(d_.d_type, host, i);
-    return {};
+    return detail::launch_and_sample(
+        pool_, [&] { return e.launch(d_, ops_, lo, pool_.stream); }, out_.ptr, d_.d_type, d_.n,
+        static_cast<std::size_t>(d_.ldd) * static_cast<std::size_t>(ed), sample_stride_, sample_rows_, extra_last_row_, d_.m - 1, out, ms);
   }
 
   std::int64_t sampled_row(std::size_t r) const {
