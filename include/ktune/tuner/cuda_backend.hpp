@@ -506,11 +506,14 @@ Validation validate_against(std::vector<double>& ref, Status& ref_status, MakeRe
   return v;
 }
 
-// Try the reference candidates in order: the first whose sampled output (run(entry, out)) passes its host
-// check (check(out) ≤ host_tol) becomes `ref`; else an error naming each one's failure.
-template <class Entry, class Run, class Check>
-Status choose_reference(const std::vector<const Entry*>& refs, double host_tol, Run&& run, Check&& check, std::vector<double>& ref,
-                        std::string& ref_name, const char* what) {
+// Try the reference candidates in order: the first whose sampled output (run(entry, out): `rows` sampled
+// rows × cols) passes the host check (host_check_error against exact(sampled row index, column) ≤
+// host_tol) becomes `ref`; else an error naming each one's failure. The host check samples fewer
+// outputs the deeper the reduction (each exact value costs `reduction_depth` multiply-adds).
+template <class Entry, class Run, class Exact>
+Status choose_reference(const std::vector<const Entry*>& refs, double host_tol, std::int64_t reduction_depth, std::size_t rows,
+                        std::int64_t cols, Run&& run, Exact&& exact, std::vector<double>& ref, std::string& ref_name, const char* what) {
+  const int samples = static_cast<int>(std::clamp<std::int64_t>((std::int64_t{1} << 22) / std::max<std::int64_t>(1, reduction_depth), 8, 64));
   std::string why;
   for (const Entry* r : refs) {
     std::vector<double> out;
@@ -519,7 +522,7 @@ Status choose_reference(const std::vector<const Entry*>& refs, double host_tol, 
       why += std::string(why.empty() ? "" : "; ") + std::string(r->name) + ": " + s.message();
       continue;
     }
-    const double err = check(out);
+    const double err = host_check_error(out, samples, rows, cols, exact);
     if (err <= host_tol) {
       ref = std::move(out);
       ref_name = std::string(r->name);
@@ -784,17 +787,10 @@ class CudaSession : public TuningSession {
     const double host_tol = d_.d_type != DType::f32 || math == MathOp::mma_f16 || math == MathOp::mma_bf16 ? 2e-2
                             : math == MathOp::mma_tf32                                                      ? 1e-3
                                                                                                              : 1e-4;
-    const int samples = static_cast<int>(std::clamp<std::int64_t>((std::int64_t{1} << 22) / std::max<std::int64_t>(1, d_.k), 8, 64));
     return detail::choose_reference(
-        refs_, host_tol,
-        [&](const GemmKernelEntry& r, std::vector<double>& out) {
-          double ms = 0;
-          return run_and_sample(r, GemmLaunchOptions{}, out, &ms);
-        },
-        [&](const std::vector<double>& out) {
-          return detail::host_check_error(out, samples, static_cast<std::size_t>(sample_rows_ + (extra_last_row_ ? 1 : 0)), d_.n,
-                                          [&](std::size_t rr, std::int64_t j) { return host_value(sampled_row(rr), j); });
-        },
+        refs_, host_tol, d_.k, static_cast<std::size_t>(sample_rows_ + (extra_last_row_ ? 1 : 0)), d_.n,
+        [&](const GemmKernelEntry& r, std::vector<double>& out) { return run_and_sample(r, GemmLaunchOptions{}, out, nullptr); },
+        [&](std::size_t rr, std::int64_t j) { return host_value(sampled_row(rr), j); },
         ref_, ref_name_, "reference");
   }
 };
