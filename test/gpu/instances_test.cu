@@ -19,12 +19,7 @@ using namespace kt;
 
 namespace {
 
-struct ShapeCase {
-  std::string what;
-  int m, n, k;
-  int pad_a = 0, pad_b = 0, pad_d = 0;  // leading dimension = contiguous extent + pad
-  int off_a = 0, off_b = 0, off_d = 0;  // data pointer offset in elements
-};
+using ShapeCase = GemmShape;
 
 // Small shapes: the float64 CPU reference is computed once per (shape, operand type, layouts) and
 // shared by every instance and output type.
@@ -47,7 +42,6 @@ const std::vector<ShapeCase>& shape_cases() {
 
 constexpr DType kOutTypes[] = {DType::f32, DType::f16, DType::bf16};
 constexpr DType kOperandTypes[] = {DType::f16, DType::bf16, DType::f32};
-constexpr Layout kLayouts[] = {Layout::row, Layout::col};
 
 std::vector<const GemmKernelEntry*> entries_for(DType operand, Layout la, Layout lb) {
   std::vector<const GemmKernelEntry*> out;
@@ -112,16 +106,9 @@ TEST_CASE("every instance matches the float64 reference on every shape class and
 
   for (const ShapeCase& sc : shape_cases()) {
     std::set<std::tuple<MathOp, Layout, Layout>> covered;
-    for (DType ab : kOperandTypes)
-      for (Layout la : kLayouts)
-        for (Layout lb : kLayouts) {
-          const auto entries = entries_for(ab, la, lb);
-          if (entries.empty()) continue;
-          Rng rng(seed++);
-          const bool ar = la == Layout::row, br = lb == Layout::row;
-          const Matrix A = random_matrix(storage(ab, sc.m, sc.k, ar, sc.pad_a, sc.off_a), rng);
-          const Matrix B = random_matrix(storage(ab, sc.k, sc.n, br, sc.pad_b, sc.off_b), rng);
-          const std::vector<double> acc = reference_ab(A, B);
+    for_each_operand_set(
+        sc, kOperandTypes, seed, entries_for,
+        [&](const auto& entries, const Matrix& A, const Matrix& B, const std::vector<double>& acc, Rng& rng, Layout la, Layout lb) {
           for (const GemmKernelEntry* e : entries) {
             const Status acc_ok = instance_accepts(*e, A, B, dev);
             if (acc_ok.code() == StatusCode::misaligned) continue;
@@ -136,18 +123,13 @@ TEST_CASE("every instance matches the float64 reference on every shape class and
               oc.d_offset = sc.off_d;
               const RunResult r = run_checked(A, B, acc, e->config.math, oc, e->name.data(), rng);
               ++runs;
-              const double tol = tolerance(e->config.math, out);
-              if (!r.status.ok() || !r.check.ok(tol)) {
-                std::ostringstream s;
-                s << e->name << " on " << sc.what << " [" << describe(r.desc) << "]: "
-                  << (r.status.ok() ? r.check.summary() + " tol=" + std::to_string(tol) : r.status.to_string());
-                fails.report(s.str());
-              }
+              if (const std::string f = r.failure(tolerance(e->config.math, out)); !f.empty())
+                fails.report(std::string(e->name) + " on " + sc.what + " [" + describe(r.desc) + "]: " + f);
             }
             covered.insert({problem_kind(e->config.math), la, lb});
             ++shapes_run[e->name];
           }
-        }
+        });
     // Each problem kind × layout of the table ran this shape on at least one instance.
     for (const auto& c : combos)
       CHECK_MESSAGE(covered.count(c) == 1, combo_name(c) << " has no instance that ran " << sc.what);
@@ -236,15 +218,9 @@ TEST_CASE("every instance computes every epilogue") {
   std::uint64_t seed = 1000;
   for (std::size_t si = 0; si < shapes.size(); ++si) {
     const ShapeCase& sc = shapes[si];
-    for (DType ab : kOperandTypes)
-      for (Layout la : kLayouts)
-        for (Layout lb : kLayouts) {
-          const auto entries = entries_for(ab, la, lb);
-          if (entries.empty()) continue;
-          Rng rng(seed++);
-          const Matrix A = random_matrix(storage(ab, sc.m, sc.k, la == Layout::row, sc.pad_a), rng);
-          const Matrix B = random_matrix(storage(ab, sc.k, sc.n, lb == Layout::row, sc.pad_b), rng);
-          const std::vector<double> acc = reference_ab(A, B);
+    for_each_operand_set(
+        sc, kOperandTypes, seed, entries_for,
+        [&](const auto& entries, const Matrix& A, const Matrix& B, const std::vector<double>& acc, Rng& rng, Layout, Layout) {
           for (std::size_t ei = 0; ei < entries.size(); ++ei) {
             const GemmKernelEntry* e = entries[ei];
             if (!instance_accepts(*e, A, B, dev).ok()) continue;
@@ -259,16 +235,11 @@ TEST_CASE("every instance computes every epilogue") {
               const RunResult r = run_checked(A, B, acc, e->config.math, oc, e->name.data(), rng);
               ++runs;
               ++per_instance[e->name];
-              const double tol = tolerance(e->config.math, oc.d_type);
-              if (!r.status.ok() || !r.check.ok(tol)) {
-                std::ostringstream s;
-                s << e->name << " epilogue '" << cases[ci].what << "' on " << sc.what << " [" << describe(r.desc)
-                  << "]: " << (r.status.ok() ? r.check.summary() + " tol=" + std::to_string(tol) : r.status.to_string());
-                fails.report(s.str());
-              }
+              if (const std::string f = r.failure(tolerance(e->config.math, oc.d_type)); !f.empty())
+                fails.report(std::string(e->name) + " epilogue '" + cases[ci].what + "' on " + sc.what + " [" + describe(r.desc) + "]: " + f);
             }
           }
-        }
+        });
   }
   for (const auto& e : table)
     if (runs_on_device(e, dev).ok())
@@ -316,17 +287,15 @@ TEST_CASE("sm90 instances with 2-CTA clusters (TMA multicast) and persistent wal
   std::uint64_t seed = 5000;
   for (std::size_t si = 0; si < shapes.size(); ++si) {
     const ShapeCase& sc = shapes[si];
-    for (DType ab : kOperandTypes)
-      for (Layout la : kLayouts)
-        for (Layout lb : kLayouts) {
-          std::vector<const GemmKernelEntry*> entries;
-          for (const GemmKernelEntry* e : entries_for(ab, la, lb))
-            if (is_wgmma(e->config.math) && runs_on_device(*e, dev).ok()) entries.push_back(e);
-          if (entries.empty()) continue;
-          Rng rng(seed++);
-          const Matrix A = random_matrix(storage(ab, sc.m, sc.k, la == Layout::row, sc.pad_a), rng);
-          const Matrix B = random_matrix(storage(ab, sc.k, sc.n, lb == Layout::row, sc.pad_b), rng);
-          const std::vector<double> acc = reference_ab(A, B);
+    const auto sm90_entries = [&](DType ab, Layout la, Layout lb) {
+      std::vector<const GemmKernelEntry*> entries;
+      for (const GemmKernelEntry* e : entries_for(ab, la, lb))
+        if (is_wgmma(e->config.math) && runs_on_device(*e, dev).ok()) entries.push_back(e);
+      return entries;
+    };
+    for_each_operand_set(
+        sc, kOperandTypes, seed, sm90_entries,
+        [&](const auto& entries, const Matrix& A, const Matrix& B, const std::vector<double>& acc, Rng& rng, Layout, Layout) {
           for (std::size_t ei = 0; ei < entries.size(); ++ei) {
             const GemmKernelEntry* e = entries[ei];
             if (!instance_accepts(*e, A, B, dev).ok()) continue;
@@ -339,16 +308,11 @@ TEST_CASE("sm90 instances with 2-CTA clusters (TMA multicast) and persistent wal
                                               launches[li].opt);
               ++runs;
               ++per_instance[e->name];
-              const double tol = tolerance(e->config.math, oc.d_type);
-              if (!r.status.ok() || !r.check.ok(tol)) {
-                std::ostringstream msg;
-                msg << e->name << " with " << launches[li].what << " on " << sc.what << " [" << describe(r.desc)
-                    << "]: " << (r.status.ok() ? r.check.summary() + " tol=" + std::to_string(tol) : r.status.to_string());
-                fails.report(msg.str());
-              }
+              if (const std::string f = r.failure(tolerance(e->config.math, oc.d_type)); !f.empty())
+                fails.report(std::string(e->name) + " with " + launches[li].what + " on " + sc.what + " [" + describe(r.desc) + "]: " + f);
             }
           }
-        }
+        });
   }
   for (const auto& e : gemm_table().entries())
     if (is_wgmma(e.config.math) && runs_on_device(e, dev).ok())

@@ -29,6 +29,8 @@ Status launch_repack_copy(const route::RepackPlan& plan, const void* a, const vo
 
 namespace {
 
+constexpr DType kRouteTypes[] = {DType::f16, DType::bf16};  // the repack routes serve 16-bit operands
+
 // Route entries of this operand type and layout pair that can run on this device (their inner
 // instance's architecture and shared memory): asked with a fully misaligned problem.
 std::vector<const GemmKernelEntry*> routes_for(DType ab, Layout la, Layout lb, const DeviceInfo& dev) {
@@ -47,7 +49,7 @@ std::vector<const GemmKernelEntry*> routes_for(DType ab, Layout la, Layout lb, c
 
 std::size_t route_count(const DeviceInfo& dev) {
   std::size_t n = 0;
-  for (DType t : {DType::f16, DType::bf16})
+  for (DType t : kRouteTypes)
     for (Layout la : {Layout::row, Layout::col})
       for (Layout lb : {Layout::row, Layout::col}) n += routes_for(t, la, lb, dev).size();
   return n;
@@ -71,12 +73,7 @@ Status route_accepts(const GemmKernelEntry& e, const Matrix& A, const Matrix& B,
   return can_implement(e, d, alignment_of(d, o), &dev);
 }
 
-struct RouteShape {
-  std::string what;
-  int m, n, k;
-  int pad_a = 0, pad_b = 0, pad_d = 0;  // leading dimension = contiguous extent + pad
-  int off_a = 0, off_b = 0, off_d = 0;  // data pointer offset in elements
-};
+using RouteShape = GemmShape;
 
 const std::vector<RouteShape>& route_shapes() {
   static const std::vector<RouteShape> s = {
@@ -203,16 +200,11 @@ TEST_CASE("every repack route matches the float64 reference on unaligned shapes,
   std::map<std::string_view, int> ran;
   int runs = 0;
   std::uint64_t seed = 60000;
+  const auto routes_on_device = [&](DType ab, Layout la, Layout lb) { return routes_for(ab, la, lb, dev); };
   for (const RouteShape& sc : route_shapes())
-    for (DType ab : {DType::f16, DType::bf16})
-      for (Layout la : {Layout::row, Layout::col})
-        for (Layout lb : {Layout::row, Layout::col}) {
-          const auto entries = routes_for(ab, la, lb, dev);
-          if (entries.empty()) continue;
-          Rng rng(seed++);
-          const Matrix A = random_matrix(storage(ab, sc.m, sc.k, la == Layout::row, sc.pad_a, sc.off_a), rng);
-          const Matrix B = random_matrix(storage(ab, sc.k, sc.n, lb == Layout::row, sc.pad_b, sc.off_b), rng);
-          const std::vector<double> acc = reference_ab(A, B);
+    for_each_operand_set(
+        sc, kRouteTypes, seed, routes_on_device,
+        [&](const auto& entries, const Matrix& A, const Matrix& B, const std::vector<double>& acc, Rng& rng, Layout, Layout) {
           for (std::size_t ei = 0; ei < entries.size(); ++ei) {
             const GemmKernelEntry* e = entries[ei];
             const Status ok = route_accepts(*e, A, B, dev);
@@ -228,17 +220,14 @@ TEST_CASE("every repack route matches the float64 reference on unaligned shapes,
             const RunResult r = run_checked(A, B, acc, e->config.math, oc, e->name.data(), rng);
             ++runs;
             ++ran[e->name];
-            const double tol = tolerance(e->config.math, oc.d_type);
-            std::ostringstream s;
-            if (!r.status.ok() || !r.check.ok(tol))
-              s << (r.status.ok() ? r.check.summary() + " tol=" + std::to_string(tol) : r.status.to_string());
+            std::string f = r.failure(tolerance(e->config.math, oc.d_type));
             // The user's operands are read only.
-            if (A.download() != A.image) s << " A changed;";
-            if (B.download() != B.image) s << " B changed;";
-            if (!s.str().empty()) fails.report(std::string(e->name) + " on " + sc.what + " [" + describe(r.desc) + "]: " + s.str());
+            if (A.download() != A.image) f += " A changed;";
+            if (B.download() != B.image) f += " B changed;";
+            if (!f.empty()) fails.report(std::string(e->name) + " on " + sc.what + " [" + describe(r.desc) + "]: " + f);
           }
-        }
-  for (DType ab : {DType::f16, DType::bf16})
+        });
+  for (DType ab : kRouteTypes)
     for (Layout la : {Layout::row, Layout::col})
       for (Layout lb : {Layout::row, Layout::col})
         for (const GemmKernelEntry* e : routes_for(ab, la, lb, dev))
@@ -276,16 +265,11 @@ TEST_CASE("repack routes compute the epilogues: bias+relu, beta with C aliasing 
   Failures fails;
   int runs = 0;
   std::uint64_t seed = 61000;
+  const auto routes_on_device = [&](DType ab, Layout la, Layout lb) { return routes_for(ab, la, lb, dev); };
   for (const RouteShape& sc : shapes)
-    for (DType ab : {DType::f16, DType::bf16})
-      for (Layout la : {Layout::row, Layout::col})
-        for (Layout lb : {Layout::row, Layout::col}) {
-          const auto entries = routes_for(ab, la, lb, dev);
-          if (entries.empty()) continue;
-          Rng rng(seed++);
-          const Matrix A = random_matrix(storage(ab, sc.m, sc.k, la == Layout::row, sc.pad_a), rng);
-          const Matrix B = random_matrix(storage(ab, sc.k, sc.n, lb == Layout::row, sc.pad_b), rng);
-          const std::vector<double> acc = reference_ab(A, B);
+    for_each_operand_set(
+        sc, kRouteTypes, seed, routes_on_device,
+        [&](const auto& entries, const Matrix& A, const Matrix& B, const std::vector<double>& acc, Rng& rng, Layout, Layout) {
           for (std::size_t ei = 0; ei < entries.size(); ++ei)
             for (std::size_t ci = 0; ci < epis.size(); ++ci) {
               OutputCase oc;
@@ -296,13 +280,10 @@ TEST_CASE("repack routes compute the epilogues: bias+relu, beta with C aliasing 
               oc.residual_aliases_d = epis[ci].r_alias;
               const RunResult r = run_checked(A, B, acc, entries[ei]->config.math, oc, entries[ei]->name.data(), rng);
               ++runs;
-              const double tol = tolerance(entries[ei]->config.math, oc.d_type);
-              if (!r.status.ok() || !r.check.ok(tol))
-                fails.report(std::string(entries[ei]->name) + " '" + epis[ci].what + "' on " + sc.what + " [" +
-                             describe(r.desc) + "]: " +
-                             (r.status.ok() ? r.check.summary() + " tol=" + std::to_string(tol) : r.status.to_string()));
+              if (const std::string f = r.failure(tolerance(entries[ei]->config.math, oc.d_type)); !f.empty())
+                fails.report(std::string(entries[ei]->name) + " '" + epis[ci].what + "' on " + sc.what + " [" + describe(r.desc) + "]: " + f);
             }
-        }
+        });
   CHECK(fails.count == 0);
   MESSAGE(runs << " epilogue runs");
 }

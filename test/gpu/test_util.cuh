@@ -342,6 +342,32 @@ inline RandomOperands random_operands(const GemmKernelEntry& e, int m, int n, in
   return o;
 }
 
+// A GEMM shape class of the GPU tests: leading dimension = contiguous extent + pad, data pointers
+// offset by `off` elements.
+struct GemmShape {
+  std::string what;
+  int m, n, k;
+  int pad_a = 0, pad_b = 0, pad_d = 0;
+  int off_a = 0, off_b = 0, off_d = 0;
+};
+
+// Every operand type of `types` × layout pair of A and B that has candidates (entries_of(ab, la, lb)
+// not empty) on shape `sc`: random A and B from a fresh Rng(seed++), their float64 product, then
+// body(entries, A, B, acc, rng, la, lb).
+template <class Types, class EntriesOf, class Body>
+void for_each_operand_set(const GemmShape& sc, const Types& types, std::uint64_t& seed, EntriesOf&& entries_of, Body&& body) {
+  for (DType ab : types)
+    for (Layout la : {Layout::row, Layout::col})
+      for (Layout lb : {Layout::row, Layout::col}) {
+        const auto entries = entries_of(ab, la, lb);
+        if (entries.empty()) continue;
+        Rng rng(seed++);
+        const Matrix A = random_matrix(storage(ab, sc.m, sc.k, la == Layout::row, sc.pad_a, sc.off_a), rng);
+        const Matrix B = random_matrix(storage(ab, sc.k, sc.n, lb == Layout::row, sc.pad_b, sc.off_b), rng);
+        body(entries, A, B, reference_ab(A, B), rng, la, lb);
+      }
+}
+
 inline double activation(Activation a, double x) {
   switch (a) {
     case Activation::none: return x;
@@ -455,6 +481,11 @@ struct RunResult {
   Status status;
   Check check;
   GemmDesc desc;
+  // Empty when the run succeeded within `tol`; else what went wrong.
+  std::string failure(double tol) const {
+    if (!status.ok()) return status.to_string();
+    return check.ok(tol) ? std::string() : check.summary() + " tol=" + std::to_string(tol);
+  }
 };
 
 // Runs D = epilogue(A·B) with `instance` (nullptr: the one-call API's own choice) and checks D against
