@@ -187,15 +187,7 @@ TEST_CASE("conv stem: residual aliasing y, and y not 16-byte aligned") {
     Rng rng(42);
     Tensor bias = random_tensor(d.out_type, d.k, rng);
     Tensor y(d.out_type, conv_shape(d).y_elems, 1);
-    Conv2dOperands o;
-    o.x = c.x.data();
-    o.w = c.w.data();
-    o.y = y.data();
-    o.bias = bias.data();
-    ConvOptions opt;
-    opt.instance = e->name.data();
-    REQUIRE(conv2d(d, o, nullptr, opt).ok());
-    KTCONV_CUDA(cudaDeviceSynchronize());
+    run_with_bias(d, c.x, c.w, bias, y, e->name);
     const Check chk = check_output(y, reference_epilogue(d, c.acc, nullptr, &bias.vals, nullptr));
     INFO(e->name << " with y misaligned: " << chk.summary());
     CHECK(chk.ok(tolerance(d.out_type)));
@@ -222,15 +214,7 @@ TEST_CASE("conv stem: a non-finite input pixel reaches only the outputs whose wi
       Rng rng(1235);
       Tensor bias = random_tensor(d.out_type, d.k, rng);
       Tensor y(d.out_type, s.y_elems);
-      Conv2dOperands o;
-      o.x = c.x.data();
-      o.w = c.w.data();
-      o.y = y.data();
-      o.bias = bias.data();
-      ConvOptions opt;
-      opt.instance = e->name.data();
-      REQUIRE(conv2d(d, o, nullptr, opt).ok());
-      KTCONV_CUDA(cudaDeviceSynchronize());
+      run_with_bias(d, c.x, c.w, bias, y, e->name);
       const std::vector<double> ref = reference_epilogue(d, c.acc, nullptr, &bias.vals, nullptr);
       const std::vector<unsigned char> img = y.download();
       auto covers = [&](std::int64_t p, std::int64_t q) {
@@ -332,18 +316,7 @@ TEST_CASE("conv stem: the ResNet-50 stem at N = 32 (C = 4 and 3) matches the few
     for (const auto& e : conv_table().entries())
       if (e.config.iterator == ConvIterator::few_channels && e.config.channels == ch && e.config.operand() == d.type) few = &e;
     REQUIRE(few != nullptr);
-    auto run = [&](const ConvKernelEntry& e, Tensor& y) {
-      Conv2dOperands o;
-      o.x = x.data();
-      o.w = w.data();
-      o.y = y.data();
-      o.bias = bias.data();
-      ConvOptions opt;
-      opt.instance = e.name.data();
-      const Status st = conv2d(d, o, nullptr, opt);
-      REQUIRE_MESSAGE(st.ok(), e.name << ": " << st.to_string());
-      KTCONV_CUDA(cudaDeviceSynchronize());
-    };
+    auto run = [&](const ConvKernelEntry& e, Tensor& y) { run_with_bias(d, x, w, bias, y, e.name); };
     Tensor y_ref(d.out_type, s.y_elems);
     run(*few, y_ref);
     const std::vector<unsigned char> ref_img = y_ref.download();

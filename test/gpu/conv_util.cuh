@@ -14,6 +14,7 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ktune/conv.hpp"
@@ -268,6 +269,21 @@ struct ConvCase {
     acc = reference_conv(d, x.vals, w.vals);
   }
 };
+
+// Run instance `instance` on x, w → y with `bias` (d's own epilogue: no C, no residual) and wait for it.
+inline void run_with_bias(const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
+                          std::string_view instance) {
+  Conv2dOperands o;
+  o.x = x.data();
+  o.w = w.data();
+  o.y = y.data();
+  o.bias = bias.data();
+  ConvOptions opt;
+  opt.instance = instance.data();
+  const Status st = conv2d(d, o, nullptr, opt);
+  REQUIRE_MESSAGE(st.ok(), instance << ": " << st.to_string());
+  KTCONV_CUDA(cudaDeviceSynchronize());
+}
 
 // Run `c` with epilogue `e` and output type `out` (instance by name when given) and check y.
 inline Check run_and_check(const ConvCase& c, const EpilogueSpec& e, DType out, const char* instance,
