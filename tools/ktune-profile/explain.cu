@@ -160,13 +160,7 @@ int explain_problem(const ExplainOptions& opt) {
   const bool gpu = cuda_device_count() > 0;
   DeviceInfo dev;
   if (gpu) {
-    Status st;
-    if (opt.device >= 0) (void)(st = cuda_status(cudaSetDevice(opt.device), "cudaSetDevice"));
-    if (st.ok()) (void)(st = current_device(dev));
-    if (!st.ok()) {
-      std::fprintf(stderr, "ktune-profile: cannot use the GPU: %s\n", st.to_string().c_str());
-      return 1;
-    }
+    if (!open_device(opt.device, dev, "no CUDA device found")) return 1;
   } else {
     dev = assumed_h200();
   }

@@ -9,7 +9,15 @@
 #include "../common/problem_spec.hpp"
 #include "../common/shapes_file.hpp"
 
+namespace ktune {
+struct DeviceInfo;
+}
+
 namespace ktune::profile {
+
+// Select GPU `device` (−1: keep the current one) and describe it in `dev`. On failure prints why to stderr
+// (`no_gpu_message` when there is no GPU at all) and returns false.
+bool open_device(int device, DeviceInfo& dev, const char* no_gpu_message);
 
 // `--list`: every default family with its parameter lists, valid instances and pruned configs.
 // Pure host code: never calls the CUDA runtime. Returns the process exit code.

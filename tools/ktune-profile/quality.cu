@@ -44,21 +44,8 @@ struct Row : QualityComparison {
 }  // namespace
 
 int tune_quality(const QualityOptions& opt, const std::vector<tools::ShapeProblem>& shapes) {
-  if (cuda_device_count() == 0) {
-    std::fprintf(stderr, "ktune-profile: no CUDA device found: --tune-quality measures on the GPU\n");
-    return 1;
-  }
-  if (opt.device >= 0) {
-    if (const Status s = cuda_status(cudaSetDevice(opt.device), "cudaSetDevice"); !s.ok()) {
-      std::fprintf(stderr, "ktune-profile: %s\n", s.to_string().c_str());
-      return 1;
-    }
-  }
   DeviceInfo dev;
-  if (const Status s = current_device(dev); !s.ok()) {
-    std::fprintf(stderr, "ktune-profile: cannot use the GPU: %s\n", s.to_string().c_str());
-    return 1;
-  }
+  if (!open_device(opt.device, dev, "no CUDA device found: --tune-quality measures on the GPU")) return 1;
   auto backend = std::make_shared<tuner::CudaBackend>();
   tuner::TunerOptions base;
   base.log_level = tuner::LogLevel::off;

@@ -104,23 +104,30 @@ void print_summary(const std::vector<TuneRow>& rows) {
 
 }  // namespace
 
-int tune_shapes(const TuneOptions& opt, const tools::ShapesFile& shapes) {
+bool open_device(int device, DeviceInfo& dev, const char* no_gpu_message) {
   if (cuda_device_count() == 0) {
-    std::fprintf(stderr, "ktune-profile: no CUDA device found: --tune measures on the GPU the cache is for\n"
-                         "(--explain PROBLEM shows the constraint and cost models without a GPU)\n");
-    return 1;
+    std::fprintf(stderr, "ktune-profile: %s\n", no_gpu_message);
+    return false;
   }
-  if (opt.device >= 0) {
-    if (const Status s = cuda_status(cudaSetDevice(opt.device), "cudaSetDevice"); !s.ok()) {
+  if (device >= 0) {
+    if (const Status s = cuda_status(cudaSetDevice(device), "cudaSetDevice"); !s.ok()) {
       std::fprintf(stderr, "ktune-profile: %s\n", s.to_string().c_str());
-      return 1;
+      return false;
     }
   }
-  DeviceInfo dev;
   if (const Status s = current_device(dev); !s.ok()) {
     std::fprintf(stderr, "ktune-profile: cannot use the GPU: %s\n", s.to_string().c_str());
-    return 1;
+    return false;
   }
+  return true;
+}
+
+int tune_shapes(const TuneOptions& opt, const tools::ShapesFile& shapes) {
+  DeviceInfo dev;
+  if (!open_device(opt.device, dev,
+                   "no CUDA device found: --tune measures on the GPU the cache is for\n"
+                   "(--explain PROBLEM shows the constraint and cost models without a GPU)"))
+    return 1;
   std::string why;
   if (!check_cache_path(opt.cache_path, why)) {
     std::fprintf(stderr, "ktune-profile: cannot write the cache: %s\n", why.c_str());
