@@ -31,6 +31,18 @@ inline double route_cost(const GemmKernelEntry& e, const GemmDesc& d) {
   return e.extra_traffic(d) + 1e7;
 }
 
+// Hopper wgmma instances: rate per unit of work relative to the best block tile, from H200 timings paired
+// with cuBLASLt (notes/sm90-gemm.md, s4-batchB; bf16/f16/tf32, 1024^3..8192^3 and 4096x11008x4096). On
+// 132 multiprocessors every power-of-two shape gives 128x256, 256x128 and 128x128 tiles the same padded
+// work per wave, so this is what orders them: 128x128 block tiles (cooperative 2 x 64x128, or ping-pong)
+// ran 2-4% faster than 128x256, 256x128 and ping-pong 64x256 at every shape; tiles with one consumer
+// warpgroup (64x128) ~15% slower per tile (they win only where the larger tiles leave SMs idle).
+inline double sm90_tile_rate(const GemmConfig& c) {
+  if (!is_wgmma(c.math)) return 1.0;
+  if (c.consumer_warpgroups() < 2) return 0.85;
+  return c.tile.m == 128 && c.tile.n == 128 ? 1.0 : 0.97;
+}
+
 // Relative cost (lower is better; arbitrary units proportional to time).
 inline double heuristic_cost(const GemmKernelEntry& e, const GemmDesc& d, const DeviceInfo& dev) {
   const GemmConfig& c = e.config;
@@ -47,7 +59,7 @@ inline double heuristic_cost(const GemmKernelEntry& e, const GemmDesc& d, const 
   const bool ampere_mma_on_hopper = dev.cc >= 90 && (c.math == MathOp::mma_f16 || c.math == MathOp::mma_bf16 || c.math == MathOp::mma_tf32);
   const double efficiency = std::min(1.0, warp_reuse / 32.0) * std::min(1.0, resident_warps / 8.0) *
                             (c.align >= 16 / size_of(c.operand()) ? 1.0 : 0.5) * (1.0 - 0.02 * (c.stages < 3)) *
-                            (ampere_mma_on_hopper ? 0.5 : 1.0);
+                            (ampere_mma_on_hopper ? 0.5 : 1.0) * sm90_tile_rate(c);
   // A wave runs `slots` tiles concurrently; the per-tile time is work / efficiency / per-SM share.
   const double kernel = waves * work * blocks_per_sm(e.resources, dev) / std::max(1e-9, efficiency);
   return kernel + route_cost(e, d);
