@@ -91,7 +91,7 @@ inline Status conv2d(const Conv2dDesc& desc, const Conv2dOperands& ops, cudaStre
                      const ConvOptions& opt = {}) {
   KTUNE_RETURN_IF_ERROR(validate(desc, ops));
   KTUNE_RETURN_IF_ERROR(check_conv_launch_options(opt.launch));  // before anything is tuned or launched
-  // split_k > 1 only where the instance splits K (the gemm1x1 route): anything else refuses, launching nothing.
+  // split_k > 1 only where the instance splits K (the Hopper routes: conv_supports_split_k): anything else refuses, launching nothing.
   auto launch = [&](const ConvKernelEntry& e, const ConvLaunchOptions& lo) -> Status {
     if (lo.split_k > 1 && !conv_supports_split_k(e.config))
       return error(StatusCode::unsupported, "conv instance " + std::string(e.name) + " does not split K (split_k > 1)");

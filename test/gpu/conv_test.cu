@@ -4,7 +4,8 @@
 // epilogue and output type through the one-call API; misaligned pointers; residual aliasing y; bad input
 // launching nothing; ResNet-50 layer shapes at batch 1; the conv register model against the compiler.
 // On an H200 the Hopper routes (gemm1x1, tma_im2col) run every problem they accept, including ones
-// with more output tiles than resident CTAs (the persistent grid's later laps).
+// with more output tiles than resident CTAs (the persistent grid's later laps), and their split-K
+// launches (every split count and mode, serial == parallel bitwise, refusals).
 #include <doctest/doctest.h>
 
 #include <limits>
@@ -254,4 +255,144 @@ TEST_CASE("conv model vs compiler: no spills, registers within the limit") {
     CHECK(a.numRegs <= 255);
     CHECK(a.maxThreadsPerBlock >= e.config.gemm.threads());
   }
+}
+
+// Split-K on the Hopper routes (ConvLaunchOptions::split_k > 1: tma_im2col slices its (tap, channel
+// block) k-tiles, gemm1x1 is the sm90 GEMM's split-K): every split-capable instance × split counts
+// {2, 3, 5, 8, 13, 37} × parallel and (where the instance has it) serial mode, on problems with 1 to 72
+// k-tiles (so K-tiles < splits too: empty slices store zeros), M not a tile multiple, more (tile,
+// slice) units than resident CTAs, a channel block partly past C; every epilogue kind in turn (bias +
+// ReLU, bias + residual + ReLU, residual, beta, clamp, none) into f16/bf16/f32 y; float64 reference,
+// poisoned y, guard bands. Then: serial and parallel sums give the same bits; residual aliasing y;
+// refusals (serial on a 128-accumulator warpgroup tile, split on an mma.sync instance) write nothing.
+TEST_CASE("conv2d: split-K on the Hopper routes, every split count and mode vs float64") {
+  std::vector<const ConvKernelEntry*> split_capable;
+  for (const auto& e : conv_table().entries())
+    if (conv_supports_split_k(e.config) && runs_here(e)) split_capable.push_back(&e);
+  if (split_capable.empty()) {
+    MESSAGE("no split-capable conv instance runs on this device (Hopper routes need cc 9.0): skipped");
+    return;
+  }
+  const std::vector<Named> split_problems = {
+      {"3x3 pad 1, C=72 (2 channel blocks: 18 k-tiles), K=40", P(2, 9, 11, 72, 40, 3, 3, 1, 1)},
+      {"1x1, C=8: 1 k-tile (every split > k-tiles)", P(3, 5, 7, 8, 24, 1, 1, 0, 0)},
+      {"3x3 stride 2, C=64, K=56", P(2, 11, 10, 64, 56, 3, 3, 1, 1, 2, 2)},
+      {"3x3, 12800 pixels: more units than CTAs, C=16", P(8, 40, 40, 16, 24, 3, 3, 1, 1)},
+      {"7x7 map 3x3, C=512 (72 k-tiles), K=72 (ResNet stage 5 shape)", P(1, 7, 7, 512, 72, 3, 3, 1, 1)},
+      {"1x1, C=512 (8 k-tiles), K=136", P(2, 7, 7, 512, 136, 1, 1, 0, 0)},
+  };
+  std::vector<EpilogueSpec> eps;
+  eps.push_back(bias_activation(Activation::relu));
+  EpilogueSpec e;
+  e.bias = e.residual = true;
+  e.activation = Activation::relu;
+  eps.push_back(e);  // the ResNet block output
+  e = EpilogueSpec{};
+  e.residual = true;
+  eps.push_back(e);
+  eps.push_back(linear_combination(0.5f, 0.75f));  // beta: y's prior contents
+  e = EpilogueSpec{};
+  e.alpha = 2.0f;
+  e.clamp = true;
+  e.clamp_lo = -0.5f;
+  e.clamp_hi = 0.25f;
+  eps.push_back(e);
+  eps.push_back(EpilogueSpec{});
+  const DType outs[] = {DType::f16, DType::bf16, DType::f32};
+  std::uint64_t seed = 7000;
+  int runs = 0;
+  for (DType t : {DType::f16, DType::bf16})
+    for (const Named& p : split_problems) {
+      Conv2dDesc d = p.d;
+      d.type = t;
+      const ConvCase c(d, seed++);
+      for (const ConvKernelEntry* entry : split_capable) {
+        if (entry->config.operand() != t || !accepts(*entry, d, c)) continue;
+        for (int splits : {2, 3, 5, 8, 13, 37})
+          for (SplitKMode mode : {SplitKMode::parallel, SplitKMode::serial}) {
+            if (mode == SplitKMode::serial && !supports_serial_split_k(entry->config.gemm)) continue;
+            ConvLaunchOptions lo;
+            lo.split_k = splits;
+            lo.split_mode = mode;
+            const EpilogueSpec& ep = eps[(seed + runs) % eps.size()];
+            const DType out = outs[(seed + 2 * runs) % 3];
+            ++runs;
+            Status st;
+            const Check chk = run_and_check(c, ep, out, entry->name.data(), seed * 100 + runs, &st, false, lo);
+            Conv2dDesc shown = d;
+            shown.epilogue = ep;
+            shown.out_type = out;
+            INFO(conv_tactic_name(entry->name, lo) << " on " << p.what << ": " << describe(shown) << ": " << chk.summary());
+            CHECK(chk.ok(tolerance(out)));
+          }
+      }
+    }
+  MESSAGE(runs << " split-K runs");
+  CHECK(runs > 0);
+
+  // Serial and parallel mode add the same partials in the same order: the same bits, and residual
+  // aliasing y (the in-place shortcut) works in both.
+  Conv2dDesc d = P(2, 9, 11, 72, 40, 3, 3, 1, 1);
+  const ConvCase c(d, 7100);
+  for (const ConvKernelEntry* entry : split_capable) {
+    if (entry->config.operand() != d.type || !accepts(*entry, d, c) || !supports_serial_split_k(entry->config.gemm)) continue;
+    Conv2dDesc de = d;
+    de.epilogue = linear_combination(0.9f, 0.0f);
+    de.epilogue.bias = true;
+    de.epilogue.activation = Activation::relu;
+    Rng rng(7101);
+    Tensor bias = random_tensor(d.type, d.k, rng);
+    std::vector<std::vector<unsigned char>> images;
+    for (SplitKMode mode : {SplitKMode::parallel, SplitKMode::serial}) {
+      Tensor y(d.type, conv_shape(d).y_elems);
+      Conv2dOperands o;
+      o.x = c.x.data();
+      o.w = c.w.data();
+      o.y = y.data();
+      o.bias = bias.data();
+      ConvOptions opt;
+      opt.instance = entry->name.data();
+      opt.launch.split_k = 5;
+      opt.launch.split_mode = mode;
+      const Status st = conv2d(de, o, nullptr, opt);
+      REQUIRE_MESSAGE(st.ok(), entry->name << ": " << st.to_string());
+      KTCONV_CUDA(cudaDeviceSynchronize());
+      images.push_back(y.download());
+    }
+    INFO(entry->name << " @split5: serial vs parallel");
+    CHECK(images[0] == images[1]);
+    EpilogueSpec ea = bias_activation(Activation::relu);
+    ea.residual = true;
+    for (SplitKMode mode : {SplitKMode::parallel, SplitKMode::serial}) {
+      ConvLaunchOptions lo;
+      lo.split_k = 3;
+      lo.split_mode = mode;
+      const Check chk = run_and_check(c, ea, d.type, entry->name.data(), 7102, nullptr, true, lo);
+      INFO(conv_tactic_name(entry->name, lo) << ", residual aliasing y: " << chk.summary());
+      CHECK(chk.ok(tolerance(d.type)));
+    }
+  }
+
+  // Refusals: nothing launched, y untouched.
+  Tensor y(d.type, conv_shape(d).y_elems);
+  Conv2dOperands o;
+  o.x = c.x.data();
+  o.w = c.w.data();
+  o.y = y.data();
+  int refused = 0;
+  for (const auto& entry : conv_table().entries()) {
+    if (!runs_here(entry) || entry.config.operand() != d.type || !accepts(entry, d, c)) continue;
+    ConvOptions opt;
+    opt.instance = entry.name.data();
+    opt.launch.split_k = 4;
+    opt.launch.split_mode = SplitKMode::serial;
+    const bool ok = conv_supports_split_k(entry.config) && supports_serial_split_k(entry.config.gemm);
+    if (ok) continue;
+    INFO(entry.name << " @split4s");
+    CHECK(conv2d(d, o, nullptr, opt).code() == StatusCode::unsupported);
+    ++refused;
+  }
+  KTCONV_CUDA(cudaDeviceSynchronize());
+  CHECK(refused > 0);
+  CHECK(y.download() == y.image);
 }

@@ -285,9 +285,11 @@ inline void run_with_bias(const Conv2dDesc& d, const Tensor& x, const Tensor& w,
   KTCONV_CUDA(cudaDeviceSynchronize());
 }
 
-// Run `c` with epilogue `e` and output type `out` (instance by name when given) and check y.
+// Run `c` with epilogue `e` and output type `out` (instance by name when given, with `launch` options)
+// and check y.
 inline Check run_and_check(const ConvCase& c, const EpilogueSpec& e, DType out, const char* instance,
-                           std::uint64_t seed, Status* status = nullptr, bool residual_aliases_y = false) {
+                           std::uint64_t seed, Status* status = nullptr, bool residual_aliases_y = false,
+                           const ConvLaunchOptions& launch = {}) {
   Conv2dDesc d = c.d;
   d.epilogue = e;
   d.out_type = out;
@@ -307,6 +309,7 @@ inline Check run_and_check(const ConvCase& c, const EpilogueSpec& e, DType out, 
   ops.residual = residual_aliases_y ? y.data() : res.data();
   ConvOptions opt;
   opt.instance = instance;
+  opt.launch = launch;
   const Status st = conv2d(d, ops, nullptr, opt);
   if (status) *status = st;
   REQUIRE_MESSAGE(st.ok(), st.to_string() << " for " << describe(d));

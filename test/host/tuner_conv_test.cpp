@@ -372,11 +372,20 @@ TEST_CASE("conv tuner: rank 1 is the heuristic choice; the Heuristic policy runs
     CHECK(tname(t) == f.heuristic_pick(c));
     CHECK(f.conv->begins.load() == 0);
     CHECK(f.last_report().source == Source::heuristic);
-    // Variants come after every instance's default options.
+    // Raster-group variants come after every instance's default options; split-K variants right after
+    // their own instance's default (a top-k cut keeps them with it).
     bool seen_variant = false;
+    const ConvKernelEntry* last_default = nullptr;
     for (const ConvTactic& x : ranked) {
-      if (!is_default_launch(x.launch)) seen_variant = true;
-      else CHECK_FALSE(seen_variant);
+      if (x.launch.split_k > 1) {
+        CHECK_FALSE(seen_variant);
+        CHECK(x.entry == last_default);
+      } else if (!is_default_launch(x.launch)) {
+        seen_variant = true;
+      } else {
+        CHECK_FALSE(seen_variant);
+        last_default = x.entry;
+      }
     }
   }
 }

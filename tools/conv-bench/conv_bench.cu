@@ -7,7 +7,7 @@
 // Heuristic policy) is marked "pick"; "tuned" is ktune::conv2d() as it runs by default: the runtime
 // tuner's tactic (instance + raster group), tuned on the first call of each layer (tuning time shown;
 // KTUNE_TUNING=heuristic|off and KTUNE_CACHE apply as usual). CSV: "picked" marks the heuristic's
-// instance, "tuned" the tuned tactic's instance (its raster group may differ: see stdout).
+// instance, "tuned" the tuned tactic's row (its instance's default row when the tactic has no row of its own).
 // "tuned-flushed": a second tuner whose conv measurements flush L2 before every repeat (the GEMM
 // backend's policy, CudaBackendOptions::flush_l2 = true); the default conv tuner does not (its
 // repeats find x and w in L2, as in this benchmark's graph replays; see tuner/conv_cuda_backend.hpp).
@@ -18,9 +18,14 @@
 // The layers, the data (random non-zero values), the cuDNN calls and the error norm are tools/common's
 // (conv_presets.hpp, conv_data.hpp, cudnn_conv_ref.hpp), as in bench/bench_conv.cu and ktune-profile --conv.
 //
-//   ktune-conv-bench [--n 32] [--csv out.csv] [--all] [--layer I] [--budget SECONDS]
+//   ktune-conv-bench [--n 32] [--csv out.csv] [--all] [--layer I[,J...]] [--budget SECONDS] [--tactics]
+//                    [--splits S[,S...]]
 // --all prints every instance's time per layer (default: the best 3 per route); --budget stops before
-// a layer once that many seconds have passed (the summary covers the layers done).
+// a layer once that many seconds have passed (the summary covers the layers done). --tactics also times
+// every non-default tactic the tuner would time (conv_launch_variants: raster group, split-K) of every
+// instance; --splits also times every split-K instance (the Hopper routes) with each split count given,
+// in parallel mode and, where the instance has it, serial mode. Those rows are named by tactic
+// ("<instance>@split4p") and count for "best" like instances.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -92,21 +97,37 @@ struct Row {
   std::string name, route;
 };
 
+std::vector<int> parse_list(const char* s) {
+  std::vector<int> v;
+  for (const char* p = s; *p;) {
+    char* end = nullptr;
+    const long x = std::strtol(p, &end, 10);
+    if (end == p) break;
+    v.push_back(static_cast<int>(x));
+    p = *end == ',' ? end + 1 : end;
+  }
+  return v;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int N = 32, only = -1;
+  int N = 32;
+  std::vector<int> only, splits;
   double budget_s = 1e9;
-  bool all = false;
+  bool all = false, tactics = false;
   const char* csv_path = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--all")) all = true;
     else if (!std::strcmp(argv[i], "--n") && i + 1 < argc) N = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--layer") && i + 1 < argc) only = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--layer") && i + 1 < argc) only = parse_list(argv[++i]);
+    else if (!std::strcmp(argv[i], "--splits") && i + 1 < argc) splits = parse_list(argv[++i]);
+    else if (!std::strcmp(argv[i], "--tactics")) tactics = true;
     else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) csv_path = argv[++i];
     else if (!std::strcmp(argv[i], "--budget") && i + 1 < argc) budget_s = std::atof(argv[++i]);
     else {
-      std::printf("usage: %s [--n 32] [--csv out.csv] [--all] [--layer I] [--budget SECONDS]\n", argv[0]);
+      std::printf("usage: %s [--n 32] [--csv out.csv] [--all] [--layer I[,J...]] [--budget SECONDS] [--tactics] [--splits S[,S...]]\n",
+                  argv[0]);
       return 2;
     }
   }
@@ -143,7 +164,7 @@ int main(int argc, char** argv) {
   std::vector<ktune::tools::ConvLayer> layers = ktune::tools::resnet50_layers();
   layers.push_back(ktune::tools::resnet50_stem_c3);
   for (int li = 0; li < int(layers.size()); ++li) {
-    if (only >= 0 && li != only) continue;
+    if (!only.empty() && std::find(only.begin(), only.end(), li) == only.end()) continue;
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > budget_s) {
       std::printf("budget of %.0f s spent: layers from L%d on not run\n", budget_s, li);
       break;
@@ -203,9 +224,34 @@ int main(int argc, char** argv) {
     for (const auto& e : ktune::conv_table().entries()) {
       if (!ktune::can_implement(e, d, ktune::alignment_of(d, o), &dev).ok()) continue;
       if (!ktune::is_sm90_iterator(e.config.iterator) && ktune::gather_rank(e.config) > best_sm80_rank && &e != pick) continue;
+      // The instance's default launch, then (--tactics, --splits) other launch options by tactic name.
+      std::vector<ktune::ConvLaunchOptions> launches{ktune::ConvLaunchOptions{}};
+      auto add_launch = [&](const ktune::ConvLaunchOptions& lo) {
+        for (const auto& x : launches)
+          if (ktune::same_launch(x, lo)) return;
+        launches.push_back(lo);
+      };
+      if (tactics)
+        for (const auto& lo : ktune::conv_launch_variants(e, d, dev)) add_launch(lo);
+      if (ktune::conv_supports_split_k(e.config))
+        for (int sk : splits)
+          for (ktune::SplitKMode mode : {ktune::SplitKMode::parallel, ktune::SplitKMode::serial}) {
+            if (sk < 2 || (mode == ktune::SplitKMode::serial && !ktune::supports_serial_split_k(e.config.gemm))) continue;
+            ktune::ConvLaunchOptions lo;
+            lo.split_k = sk;
+            lo.split_mode = mode;
+            add_launch(lo);
+          }
+      // The CSV's "tuned" mark: the tuned tactic's row, or its instance's default row when it has none.
+      bool tuned_row = false;
+      for (const auto& lo : launches) tuned_row |= tac != nullptr && tac->entry == &e && ktune::same_launch(tac->launch, lo);
+     for (const ktune::ConvLaunchOptions& launch : launches) {
+      const bool variant = !ktune::is_default_launch(launch);
       ktune::ConvOptions opt;
-      const std::string name(e.name);
-      opt.instance = name.c_str();
+      const std::string name = ktune::conv_tactic_name(e.name, launch);
+      const std::string instance_name(e.name);
+      opt.instance = instance_name.c_str();
+      opt.launch = launch;
       CK(data.poison(y, s), "poison y");  // NaN: an element not written shows up
       const double t = time_us(s, [&](int, cudaStream_t st) { return ktune::conv2d(d, o, st, opt); });
       double err = -1;
@@ -218,15 +264,17 @@ int main(int argc, char** argv) {
       }
       rows.push_back({t, err, name, route_of(e)});
       if (csv)
-        std::fprintf(csv, "%s,%s,%s,%d,%.2f,%.1f,%.2e,%.2f,", label, name.c_str(), route_of(e), &e == pick ? 1 : 0, t,
+        std::fprintf(csv, "%s,%s,%s,%d,%.2f,%.1f,%.2e,%.2f,", label, name.c_str(), route_of(e), &e == pick && !variant ? 1 : 0, t,
                      t > 0 ? flops / t * 1e-6 : 0.0, err, t_fused);
       if (t > 0 && t < t_best) {
         t_best = t;
         best_name = name;
       }
       if (t > 0 && (!best_route.count(route_of(e)) || t < best_route[route_of(e)])) best_route[route_of(e)] = t;
-      if (&e == pick) t_pick = t;
-      if (csv) std::fprintf(csv, ",%d\n", tac != nullptr && tac->entry == &e ? 1 : 0);
+      if (&e == pick && !variant) t_pick = t;
+      if (csv)
+        std::fprintf(csv, ",%d\n", tac != nullptr && tac->entry == &e && (ktune::same_launch(tac->launch, launch) || (!variant && !tuned_row)) ? 1 : 0);
+     }
     }
     // ---- the tuned pick, timed as ktune::conv2d() runs it by default
     double t_tuned = -1, tuned_err = -1;

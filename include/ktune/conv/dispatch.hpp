@@ -22,9 +22,10 @@ namespace ktune {
 
 struct ConvLaunchOptions {
   int raster_group = 8;  // output tiles are visited in groups of this many tile-rows, for L2 reuse
-  // Split-K of the implicit GEMM (K = C·R·S), as GemmLaunchOptions::split_k / split_mode: only the
-  // gemm1x1 route takes it (its kernel is the sm90 GEMM: kernel/sm90/split_k.cuh); the partials live in
-  // ktune's per-stream GEMM workspace pool (ktune/workspace.hpp).
+  // Split-K of the implicit GEMM (K = C·R·S), as GemmLaunchOptions::split_k / split_mode: the Hopper
+  // routes take it (gemm1x1 is the sm90 GEMM; tma_im2col runs the same kernel body and slices its
+  // (tap, channel block) k-tiles: gemm/kernel/sm90/split_k.cuh); the partials live in ktune's per-stream
+  // GEMM workspace pool (ktune/workspace.hpp).
   int split_k = 1;
   SplitKMode split_mode = SplitKMode::serial;
 };
@@ -43,8 +44,10 @@ inline Status check_conv_launch_options(const ConvLaunchOptions& o) {
   return {};
 }
 
-// Conv instances that take split_k > 1: the gemm1x1 route (the sm90 GEMM kernel).
-constexpr bool conv_supports_split_k(const ConvConfig& c) { return c.iterator == ConvIterator::gemm1x1; }
+// Conv instances that take split_k > 1: the Hopper routes (the sm90 GEMM kernel and its im2col form).
+constexpr bool conv_supports_split_k(const ConvConfig& c) {
+  return c.iterator == ConvIterator::gemm1x1 || c.iterator == ConvIterator::tma_im2col;
+}
 
 struct ConvKernelEntry {
   std::string_view name;
@@ -188,16 +191,26 @@ inline double sm90_conv_efficiency(const GemmConfig& g) {
   return g.consumer_warpgroups() == 1 ? 0.85 * eff : eff;
 }
 
+// CTAs of a Hopper conv instance resident on one multiprocessor (by shared memory and threads).
+inline int sm90_conv_ctas_per_sm(const ConvKernelEntry& e, const DeviceInfo& dev) {
+  const ArchTraits* arch = arch_for_cc(dev.cc);
+  const int smem_per_sm = arch ? arch->smem_per_sm_bytes : dev.smem_optin_bytes;
+  return std::max(1, std::min(smem_per_sm / (e.resources.smem_bytes + 1024), 2048 / std::max(1, e.config.gemm.threads())));
+}
+
+// K-tiles of a Hopper conv instance's implicit GEMM: R·S taps × ⌈C / BK⌉ channel blocks (gemm1x1: R = S = 1).
+inline double sm90_conv_k_tiles(const ConvKernelEntry& e, const Conv2dDesc& d) {
+  return double(d.r * d.s) * std::ceil(double(d.c) / e.config.gemm.tile.k);
+}
+
 inline double sm90_conv_cost(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
   const GemmConfig& g = e.config.gemm;
   const ConvShape s = conv_shape(d);
   const double tiles = std::ceil(double(s.m) / g.tile.m) * std::ceil(double(d.k) / g.tile.n);
-  const ArchTraits* arch = arch_for_cc(dev.cc);
-  const int smem_per_sm = arch ? arch->smem_per_sm_bytes : dev.smem_optin_bytes;
-  const int per_sm = std::max(1, std::min(smem_per_sm / (e.resources.smem_bytes + 1024), 2048 / std::max(1, g.threads())));
+  const int per_sm = sm90_conv_ctas_per_sm(e, dev);
   const double slots = double(std::max(1, dev.sm_count)) * per_sm;
   const double rounds = std::ceil(tiles / slots);
-  const double k_tiles = double(d.r * d.s) * std::ceil(double(d.c) / g.tile.k);
+  const double k_tiles = sm90_conv_k_tiles(e, d);
   const double tile_work = double(g.tile.m) * g.tile.n * k_tiles;
   return rounds * (per_sm * tile_work / sm90_conv_efficiency(g) + 128.0 * 128.0);
 }

@@ -1,11 +1,12 @@
 // ktune/conv/tactics.hpp — conv tactics: a conv instance plus the launch options it runs with, the
 // unit the tuner ranks, measures, pins and caches for conv2d keys (as ktune/gemm/tactics.hpp is for
 // GEMM). Conv launch options (ConvLaunchOptions): the raster group, which every conv kernel honours
-// (mma.sync and the sm90 routes), and split-K, which only the gemm1x1 route takes (the sm90 GEMM kernel).
+// (mma.sync and the sm90 routes), and split-K, which the Hopper routes (gemm1x1, tma_im2col) take.
 //
 //   ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w32x32_s4_a8          default options (raster group 8)
 //   ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w32x32_s4_a8@rg16     raster group 16
 //   conv_gemm1x1+ktune_gemm_sm90_..._a8@split4p                           split-K 4, parallel reduction
+//   ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_128x128x64_..._a8@split2s  split-K 2, serial (in-kernel) sum
 //
 // Ranking (conv_rank_less): the order the heuristic conv choice uses, so rank 1 is exactly what the
 // Heuristic policy (and select_conv) runs: gather rank, then the measured tile policy of the mma.sync
@@ -19,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "ktune/conv/dispatch.hpp"
@@ -104,24 +106,71 @@ inline void conv_tile_grid(const ConvKernelEntry& e, const Conv2dDesc& d, double
   cols = std::ceil(double(d.k) / std::max(1, e.config.gemm.tile.n));
 }
 
+// Estimated time of a Hopper conv instance (gemm1x1, tma_im2col) with its K split `splits` ways, in
+// k-tiles of that instance. The persistent kernel walks tiles × splits (tile, k-slice) units over `slots`
+// resident CTAs: ⌈units / slots⌉ rounds of ⌈k_tiles / splits⌉ k-tiles. A split adds, per round, the
+// unit's fp32 partial store (BM·BN·4 bytes, counted as `partial` k-tiles: those bytes over one k-tile's
+// operand bytes (BM + BN)·BK·2); the reduction's reads of every partial spread over the multiprocessors;
+// and a fixed 4 k-tiles for the reduction's launch (or the serial chain of counters). H200 evidence that
+// this overhead is real: 1568x512x2048 (the 7x7 2048->512 1x1 layer) 128x128 13.39 us whole, 13.91 us
+// @split2p (notes/split-k.md).
+inline double sm90_conv_split_estimate(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev, int splits) {
+  double rows = 0, cols = 0;
+  conv_tile_grid(e, d, rows, cols);
+  const GemmConfig& g = e.config.gemm;
+  const double sms = std::max(1, dev.sm_count), slots = sms * sm90_conv_ctas_per_sm(e, dev);
+  const double k_tiles = sm90_conv_k_tiles(e, d), units = rows * cols * splits;
+  const double rounds = std::ceil(units / slots);
+  const double t = rounds * std::ceil(k_tiles / splits);
+  if (splits <= 1) return t;
+  const double partial = double(g.tile.m) * g.tile.n * 4.0 / (double(g.tile.m + g.tile.n) * g.tile.k * 2.0);
+  return t + rounds * partial + std::ceil(units / sms) * partial + 4.0;
+}
+
+// Split-K launch options worth timing for a Hopper conv instance: none unless the unsplit grid leaves
+// more than 15% of its last round's CTA slots idle (the 7x7-map layers of ResNet-50 at N = 32, M = 1568:
+// 28-104 tiles for 132 multiprocessors) and K has 4 or more k-tiles; then the three split counts of
+// best estimate that beat the unsplit estimate, in parallel mode, and the best one in serial mode
+// where the instance has it (warpgroup tiles up to 64x128). The tuner measures them.
+inline std::vector<ConvLaunchOptions> conv_split_variants(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
+  std::vector<ConvLaunchOptions> out;
+  if (!conv_supports_split_k(e.config)) return out;
+  double rows = 0, cols = 0;
+  conv_tile_grid(e, d, rows, cols);
+  const double slots = double(std::max(1, dev.sm_count)) * sm90_conv_ctas_per_sm(e, dev);
+  const double tiles = rows * cols, k_tiles = sm90_conv_k_tiles(e, d);
+  if (k_tiles < 4 || tiles >= 0.85 * slots * std::ceil(tiles / slots)) return out;
+  const double whole = sm90_conv_split_estimate(e, d, dev, 1);
+  std::vector<std::pair<double, int>> better;
+  const int max_s = static_cast<int>(std::min<double>({double(max_split_k), k_tiles, 64.0}));
+  for (int s = 2; s <= max_s; ++s)
+    if (const double t = sm90_conv_split_estimate(e, d, dev, s); t < whole) better.emplace_back(t, s);
+  std::stable_sort(better.begin(), better.end());
+  for (std::size_t i = 0; i < better.size() && i < 3; ++i) {
+    ConvLaunchOptions o;
+    o.split_k = better[i].second;
+    o.split_mode = SplitKMode::parallel;
+    out.push_back(o);
+  }
+  if (!better.empty() && supports_serial_split_k(e.config.gemm)) {
+    ConvLaunchOptions o;
+    o.split_k = better.front().second;
+    o.split_mode = SplitKMode::serial;
+    out.push_back(o);
+  }
+  return out;
+}
+
 // The launch options worth timing for an instance on a problem, default first: a raster group of 16
 // when the grid has several tile columns, at least 32 tile rows and 4 waves (L2 reuse of the filters
-// across more rows; with one column grouping changes nothing); for the gemm1x1 route, the split counts
-// the GEMM would try on the same GEMM (split_k_variants: when its tiles fill less than a wave, e.g. the
-// 7×7-map layers of ResNet-50 at N = 32, M = 1568: 52-104 tiles for 132 SMs).
+// across more rows; with one column grouping changes nothing); for the Hopper routes, the split counts
+// of conv_split_variants.
 inline std::vector<ConvLaunchOptions> conv_launch_variants(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
   std::vector<ConvLaunchOptions> v{ConvLaunchOptions{}};
   double rows = 0, cols = 0;
   conv_tile_grid(e, d, rows, cols);
   if (cols >= 2 && rows >= 32 && rows * cols >= 4.0 * std::max(1, dev.sm_count)) v.push_back(ConvLaunchOptions{16});
-  if (conv_supports_split_k(e.config))
-    for (const GemmLaunchOptions& g : split_k_variants(e.config.gemm, e.resources, implicit_gemm_of(d), dev))
-      if (g.split_k > 1) {
-        ConvLaunchOptions o;
-        o.split_k = g.split_k;
-        o.split_mode = g.split_mode;
-        v.push_back(o);
-      }
+  for (const ConvLaunchOptions& o : conv_split_variants(e, d, dev)) v.push_back(o);
   return v;
 }
 

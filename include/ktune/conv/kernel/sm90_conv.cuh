@@ -10,12 +10,15 @@
 //               where that lies in the padding, past C or past the batch; and the matching 64 channels of
 //               tap (r, s) of BN filters from a 3-D tiled map {C, R·S, K}. Both land as 128-byte swizzled
 //               K-major rows, exactly the GEMM's stage layout, so consumers and epilogue are the GEMM's.
+//               Split-K (ConvLaunchOptions::split_k > 1) is the GEMM kernel's: (tile, k-slice) work units
+//               of the persistent loop, fp32 partials, the GEMM's reduction kernel or serial finish.
 // Only clusters of 1 (no multicast) are used for convolutions.
 #pragma once
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -128,8 +131,9 @@ __global__ void __launch_bounds__(CfgT::value.gemm.threads(), 1)
 #if defined(__CUDA_ARCH__)
 #if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr GemmConfig C = CfgT::value.gemm;
-  warp_specialized_gemm<C, Epi>(ConvIm2colProducer<C>{&tma_x, &tma_w, geo}, p, geo.k_tiles,
-                                y_store_boxes > 0 ? &tma_y : nullptr, true, y_store_boxes);
+  // SplitK: p.split_k > 1 walks (tile, k-slice) units and leaves fp32 partials (gemm/kernel/sm90/split_k.cuh).
+  warp_specialized_gemm<C, Epi, ConvIm2colProducer<C>, Sm90Schedule{}, true>(
+      ConvIm2colProducer<C>{&tma_x, &tma_w, geo}, p, geo.k_tiles, y_store_boxes > 0 ? &tma_y : nullptr, true, y_store_boxes);
 #else
   __trap();  // built for a target without wgmma: the launcher never runs this image
 #endif
@@ -204,7 +208,22 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
   constexpr auto kernel = conv_im2col_kernel<CfgT, Epi>;
   constexpr int smem = sm90_kernel_smem_bytes<ConvGemmConfig<CfgT>>;  // the model's, with the bias buffers
   static_assert(smem <= ::ktune::sm90.smem_optin_bytes, "the kernel's shared memory fits an sm90 block");
-  if (opt.split_k > 1) return error(StatusCode::unsupported, "the tma_im2col route does not split K (split_k > 1)");
+  // Split-K (opt.split_k > 1): the implicit GEMM's k-tiles (tap, channel block) in slices, fp32 partials in
+  // ktune's per-stream workspace pool, summed by the GEMM's reduction kernel (parallel) or in the kernel
+  // (serial: warpgroup tiles up to 64x128). Checked before anything is launched or written.
+  const GemmDesc gd = implicit_gemm_of(d);
+  GemmLaunchOptions split;
+  split.split_k = opt.split_k;
+  split.split_mode = opt.split_mode;
+  GemmOperands ws;
+  if (split.split_k > 1) {
+    KTUNE_RETURN_IF_ERROR(check_conv_launch_options(opt));  // ranges, before the pool grows
+    if (split.split_mode == SplitKMode::serial && !supports_serial_split_k(C))
+      return error(StatusCode::unsupported, "serial split-K needs a warpgroup tile of at most 64x128 on sm90 (this instance: parallel mode)");
+    const std::size_t need = sm90_split_k_layout(C, gd, split).total_bytes;
+    KTUNE_RETURN_IF_ERROR(gemm_workspace_pool().acquire(stream, need, ws.workspace, ws.workspace_bytes));
+    KTUNE_RETURN_IF_ERROR(check_sm90_split_k(C, gd, ws, split));
+  }
   KTUNE_RETURN_IF_ERROR(ensure_sm90_image<kernel>());
   KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(smem));
   DeviceInfo dev;
@@ -239,17 +258,21 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
   p.d_vec4 = alignment_of(d, ops).y % 4 == 0;
   p.raster_group = opt.raster_group > 0 ? opt.raster_group : 8;
   p.ep = ep;
+  if (split.split_k > 1) KTUNE_RETURN_IF_ERROR(set_sm90_split_k(p, C, gd, ws, split, stream));
 
   // y (an M × K matrix, ld K) through the asynchronous TMA store where y and the epilogue allow it.
   CUtensorMap ty{};
   int y_store_boxes = 0;
   if constexpr (sm90_async_store_fits<WgmmaMainloop<C>> && std::is_same_v<Epi, epilogue::Builtin>)
-    y_store_boxes = make_store_map(ty, d.out_type, ops.y, s.m, d.k, d.k, d.epilogue);
+    if (split.split_k <= 1) y_store_boxes = make_store_map(ty, d.out_type, ops.y, s.m, d.k, d.k, d.epilogue);
 
   const std::int64_t slots = std::int64_t{dev.sm_count > 0 ? dev.sm_count : 1} * per_sm_blocks;
-  const unsigned grid = static_cast<unsigned>(tiles < slots ? tiles : slots);
+  const std::int64_t works = tiles * std::max(1, split.split_k);  // split-K: (tile, k-slice) units
+  if (works > 0x7fffffff) return error(StatusCode::invalid_argument, "too many (tile, k-slice) units for one launch");
+  const unsigned grid = static_cast<unsigned>(works < slots ? works : slots);
   kernel<<<grid, C.threads(), smem, stream>>>(tx, tw, p, conv_tma_geometry(d), ty, y_store_boxes);
-  return cuda_status(cudaGetLastError(), "sm90 conv2d (TMA im2col) kernel launch");
+  KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "sm90 conv2d (TMA im2col) kernel launch"));
+  return split.split_k > 1 && !p.split_serial ? launch_sm90_splitk_reduce<Epi>(p, gd, stream) : Status{};
 }
 
 // The dispatch-table launcher: the built-in run-time epilogue; beta reads y's prior contents.

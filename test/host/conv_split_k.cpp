@@ -1,0 +1,117 @@
+// Host tests: split-K of the Hopper conv routes (tma_im2col and gemm1x1) as the tuner sees it — which
+// instances take split_k, the split counts conv_launch_variants proposes (only where the output tiles
+// leave CTA slots idle and K has k-tiles to split; never more splits than k-tiles; serial mode only on
+// warpgroup tiles up to 64x128), that the estimate prefers them to the whole K there, and that every
+// proposal is a valid, parseable tactic. On a fake H200 with the real conv table; no GPU needed.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "conv_problem.hpp"
+#include "fake_device.hpp"
+#include "ktune/conv.hpp"
+#include "ktune/conv/tactics.hpp"
+
+using namespace ktune;
+using ktune::test::conv_problem;
+
+namespace {
+
+// The split-K proposals of an instance on a problem (its non-default launches with split_k > 1).
+std::vector<ConvLaunchOptions> split_proposals(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
+  std::vector<ConvLaunchOptions> out;
+  for (const ConvLaunchOptions& o : conv_launch_variants(e, d, dev))
+    if (o.split_k > 1) out.push_back(o);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("conv split-K: the Hopper routes take split_k, mma.sync and stem instances do not") {
+  int hopper = 0;
+  for (const ConvKernelEntry& e : conv_table().entries()) {
+    CAPTURE(e.name);
+    CHECK(conv_supports_split_k(e.config) == is_sm90_iterator(e.config.iterator));
+    hopper += is_sm90_iterator(e.config.iterator);
+  }
+  CHECK(hopper > 0);
+}
+
+TEST_CASE("conv split-K: proposals on the ResNet-50 layers at N = 32 (fake H200)") {
+  const DeviceInfo dev = ktune::test::fake_h200();
+  // (problem, whether some tma_im2col instance gets split proposals)
+  struct Layer {
+    Conv2dDesc d;
+    bool im2col_split;
+  };
+  const Layer layers[] = {
+      {conv_problem(32, 7, 7, 512, 512, 3, 3, 1, 1), true},      // 28-104 tiles for 132 SMs, 72 k-tiles
+      {conv_problem(32, 7, 7, 2048, 512, 1, 1, 0, 0), true},     // 32 k-tiles
+      {conv_problem(32, 56, 56, 64, 64, 3, 3, 1, 1), false},     // thousands of tiles
+      {conv_problem(32, 56, 56, 64, 256, 1, 1, 0, 0), false},    // 1 k-tile
+      {conv_problem(32, 7, 7, 512, 2048, 1, 1, 0, 0), false},    // 8 k-tiles, ~2 full rounds
+  };
+  for (const Layer& l : layers) {
+    Conv2dDesc d = l.d;
+    d.type = d.out_type = DType::f16;
+    d.epilogue = bias_activation(Activation::relu);
+    bool im2col_split = false;
+    for (const ConvKernelEntry& e : conv_table().entries()) {
+      if (e.config.operand() != DType::f16 || !is_sm90_iterator(e.config.iterator)) continue;
+      if (!can_implement(e, d, ConvAlignment{8, 8, 8}, &dev).ok()) continue;
+      CAPTURE(e.name);
+      const auto v = conv_launch_variants(e, d, dev);
+      REQUIRE(!v.empty());
+      CHECK(is_default_launch(v.front()));
+      const double k_tiles = sm90_conv_k_tiles(e, d);
+      int parallel = 0;
+      for (const ConvLaunchOptions& o : split_proposals(e, d, dev)) {
+        CAPTURE(o.split_k);
+        CHECK(o.split_k <= k_tiles);  // no proposal leaves a slice empty
+        CHECK(sm90_conv_split_estimate(e, d, dev, o.split_k) < sm90_conv_split_estimate(e, d, dev, 1));
+        if (o.split_mode == SplitKMode::serial) CHECK(supports_serial_split_k(e.config.gemm));
+        else ++parallel;
+        // A tactic name that parses back to the same options and that the tuner accepts as a variant.
+        const std::string name = conv_tactic_name(e.name, o);
+        std::string_view inst, suffix;
+        split_tactic_name(name, inst, suffix);
+        CHECK(inst == e.name);
+        ConvLaunchOptions back;
+        std::string why;
+        CHECK_MESSAGE(parse_conv_launch_suffix(suffix, back, why), why);
+        CHECK(same_launch(back, o));
+        CHECK(is_conv_launch_variant(e, o, d, dev));
+        if (e.config.iterator == ConvIterator::tma_im2col) im2col_split = true;
+      }
+      CHECK(parallel <= 3);
+      // No duplicates.
+      for (std::size_t i = 0; i < v.size(); ++i)
+        for (std::size_t j = i + 1; j < v.size(); ++j) CHECK_FALSE(same_launch(v[i], v[j]));
+    }
+    CAPTURE(d.h);
+    CAPTURE(d.c);
+    CAPTURE(d.k);
+    CHECK(im2col_split == l.im2col_split);
+  }
+}
+
+TEST_CASE("conv split-K: the estimate — whole K when the grid is full, fewer rounds of shorter slices when not") {
+  const DeviceInfo dev = ktune::test::fake_h200();
+  Conv2dDesc d = conv_problem(32, 7, 7, 512, 512, 3, 3, 1, 1);
+  d.type = d.out_type = DType::f16;
+  for (const ConvKernelEntry& e : conv_table().entries()) {
+    if (e.config.iterator != ConvIterator::tma_im2col || e.config.operand() != DType::f16) continue;
+    if (e.config.gemm.tile.m != 128 || e.config.gemm.tile.n != 128) continue;
+    // 52 tiles of 128x128, 72 k-tiles: whole = one round of 72; split 2 = one round of 36 + partials.
+    CHECK(sm90_conv_split_estimate(e, d, dev, 1) == doctest::Approx(72.0));
+    CHECK(sm90_conv_split_estimate(e, d, dev, 2) < 50.0);
+    const auto v = split_proposals(e, d, dev);
+    REQUIRE(!v.empty());
+    CHECK(v.front().split_mode == SplitKMode::parallel);
+  }
+  // 56x56 maps fill the device many times over: no proposal from any instance.
+  Conv2dDesc big = conv_problem(32, 56, 56, 256, 128, 1, 1, 0, 0);
+  big.type = big.out_type = DType::f16;
+  for (const ConvKernelEntry& e : conv_table().entries())
+    if (is_sm90_iterator(e.config.iterator)) CHECK(split_proposals(e, big, dev).empty());
+}
