@@ -264,7 +264,8 @@ TEST_CASE("conv model vs compiler: no spills, registers within the limit") {
 // slice) units than resident CTAs, a channel block partly past C; every epilogue kind in turn (bias +
 // ReLU, bias + residual + ReLU, residual, beta, clamp, none) into f16/bf16/f32 y; float64 reference,
 // poisoned y, guard bands. Then: serial and parallel sums give the same bits; residual aliasing y;
-// refusals (serial on a 128-accumulator warpgroup tile, split on an mma.sync instance) write nothing.
+// refusals (serial on a 128-accumulator warpgroup tile, split on an mma.sync instance, cluster_k past an
+// instance's limit or with split_k) write nothing. Cluster split-K (cluster_k 2..limit) on the same problems.
 TEST_CASE("conv2d: split-K on the Hopper routes, every split count and mode vs float64") {
   std::vector<const ConvKernelEntry*> split_capable;
   for (const auto& e : conv_table().entries())
@@ -300,7 +301,7 @@ TEST_CASE("conv2d: split-K on the Hopper routes, every split count and mode vs f
   eps.push_back(EpilogueSpec{});
   const DType outs[] = {DType::f16, DType::bf16, DType::f32};
   std::uint64_t seed = 7000;
-  int runs = 0;
+  int runs = 0, cluster_runs = 0;
   for (DType t : {DType::f16, DType::bf16})
     for (const Named& p : split_problems) {
       Conv2dDesc d = p.d;
@@ -325,9 +326,25 @@ TEST_CASE("conv2d: split-K on the Hopper routes, every split count and mode vs f
             INFO(conv_tactic_name(entry->name, lo) << " on " << p.what << ": " << describe(shown) << ": " << chk.summary());
             CHECK(chk.ok(tolerance(out)));
           }
+        // Cluster split-K (tma_im2col): every cluster size the instance takes.
+        for (int ck = 2; ck <= conv_cluster_k_limit(entry->config); ++ck) {
+          ConvLaunchOptions lo;
+          lo.cluster_k = ck;
+          const EpilogueSpec& ep = eps[(seed + runs) % eps.size()];
+          const DType out = outs[(seed + 2 * runs) % 3];
+          ++runs;
+          ++cluster_runs;
+          const Check chk = run_and_check(c, ep, out, entry->name.data(), seed * 100 + runs, nullptr, false, lo);
+          Conv2dDesc shown = d;
+          shown.epilogue = ep;
+          shown.out_type = out;
+          INFO(conv_tactic_name(entry->name, lo) << " on " << p.what << ": " << describe(shown) << ": " << chk.summary());
+          CHECK(chk.ok(tolerance(out)));
+        }
       }
     }
-  MESSAGE(runs << " split-K runs");
+  MESSAGE(runs << " split-K runs, " << cluster_runs << " of them cluster split-K");
+  CHECK(cluster_runs > 0);
   CHECK(runs > 0);
 
   // Serial and parallel mode add the same partials in the same order: the same bits, and residual
@@ -361,6 +378,13 @@ TEST_CASE("conv2d: split-K on the Hopper routes, every split count and mode vs f
     }
     INFO(entry->name << " @split5: serial vs parallel");
     CHECK(images[0] == images[1]);
+    for (int ck = 2; ck <= conv_cluster_k_limit(entry->config); ++ck) {  // cluster split-K: in place shortcut too
+      ConvLaunchOptions lo;
+      lo.cluster_k = ck;
+      const Check chk = run_and_check(c, bias_activation(Activation::relu), d.type, entry->name.data(), 7103, nullptr, false, lo);
+      INFO(conv_tactic_name(entry->name, lo) << ": " << chk.summary());
+      CHECK(chk.ok(tolerance(d.type)));
+    }
     EpilogueSpec ea = bias_activation(Activation::relu);
     ea.residual = true;
     for (SplitKMode mode : {SplitKMode::parallel, SplitKMode::serial}) {
@@ -391,6 +415,18 @@ TEST_CASE("conv2d: split-K on the Hopper routes, every split count and mode vs f
     INFO(entry.name << " @split4s");
     CHECK(conv2d(d, o, nullptr, opt).code() == StatusCode::unsupported);
     ++refused;
+  }
+  for (const auto& entry : conv_table().entries()) {  // cluster split-K past the instance's limit
+    if (!runs_here(entry) || entry.config.operand() != d.type || !accepts(entry, d, c)) continue;
+    ConvOptions opt;
+    opt.instance = entry.name.data();
+    opt.launch.cluster_k = conv_cluster_k_limit(entry.config) + 1;
+    INFO(entry.name << " @ck" << opt.launch.cluster_k);
+    const StatusCode code = conv2d(d, o, nullptr, opt).code();
+    CHECK((code == StatusCode::unsupported || (opt.launch.cluster_k > conv_max_cluster_k && code == StatusCode::invalid_argument)));
+    opt.launch.cluster_k = 2;
+    opt.launch.split_k = 2;
+    CHECK(conv2d(d, o, nullptr, opt).code() == StatusCode::invalid_argument);
   }
   KTCONV_CUDA(cudaDeviceSynchronize());
   CHECK(refused > 0);

@@ -115,3 +115,65 @@ TEST_CASE("conv split-K: the estimate — whole K when the grid is full, fewer r
   for (const ConvKernelEntry& e : conv_table().entries())
     if (is_sm90_iterator(e.config.iterator)) CHECK(split_proposals(e, big, dev).empty());
 }
+
+TEST_CASE("conv cluster split-K: limits, proposals, names, refusals") {
+  const DeviceInfo dev = ktune::test::fake_h200();
+  // Only tma_im2col with warpgroup tiles up to 64x128 (128x128 spilled), bounded by rank 0's ring.
+  for (const ConvKernelEntry& e : conv_table().entries()) {
+    CAPTURE(e.name);
+    const int limit = conv_cluster_k_limit(e.config);
+    const GemmConfig& g = e.config.gemm;
+    if (e.config.iterator != ConvIterator::tma_im2col || g.warp.m * g.warp.n > 64 * 128) {
+      CHECK(limit == 1);
+      continue;
+    }
+    CHECK(limit >= 2);
+    CHECK(limit <= conv_max_cluster_k);
+    CHECK(long(limit - 1) * g.tile.m * g.tile.n * 4 <= long(g.stages) * (g.tile.m + g.tile.n) * g.tile.k * 2);
+  }
+  Conv2dDesc d = conv_problem(32, 7, 7, 512, 512, 3, 3, 1, 1);
+  d.type = d.out_type = DType::f16;
+  d.epilogue = bias_activation(Activation::relu);
+  int proposed = 0;
+  for (const ConvKernelEntry& e : conv_table().entries()) {
+    if (e.config.operand() != DType::f16 || !can_implement(e, d, ConvAlignment{8, 8, 8}, &dev).ok()) continue;
+    CAPTURE(e.name);
+    for (const ConvLaunchOptions& o : conv_launch_variants(e, d, dev)) {
+      if (o.cluster_k <= 1) continue;
+      ++proposed;
+      CHECK(o.split_k == 1);
+      CHECK(o.cluster_k <= conv_cluster_k_limit(e.config));
+      CHECK(check_conv_launch_options(o).ok());
+      CHECK(sm90_conv_cluster_k_estimate(e, d, dev, o.cluster_k) < sm90_conv_cluster_k_estimate(e, d, dev, 1));
+      const std::string name = conv_tactic_name(e.name, o);
+      CHECK(name == std::string(e.name) + "@ck" + std::to_string(o.cluster_k));
+      std::string_view inst, suffix;
+      split_tactic_name(name, inst, suffix);
+      ConvLaunchOptions back;
+      std::string why;
+      CHECK_MESSAGE(parse_conv_launch_suffix(suffix, back, why), why);
+      CHECK(same_launch(back, o));
+      CHECK(is_conv_launch_variant(e, o, d, dev));
+    }
+  }
+  CHECK(proposed > 0);
+  // Names: canonical order split, ck, rg; ranges.
+  ConvLaunchOptions o;
+  std::string why;
+  CHECK(parse_conv_launch_suffix("ck4@rg16", o, why));
+  CHECK(o.cluster_k == 4);
+  CHECK(o.raster_group == 16);
+  CHECK(launch_suffix(o) == "ck4@rg16");
+  CHECK_FALSE(parse_conv_launch_suffix("rg16@ck4", o, why));
+  CHECK_FALSE(parse_conv_launch_suffix("ck1", o, why));
+  CHECK_FALSE(parse_conv_launch_suffix("ck9", o, why));
+  CHECK_FALSE(parse_conv_launch_suffix("ck02", o, why));
+  CHECK(parse_conv_launch_suffix("split2p@ck2", o, why));  // parses; check_conv_launch_options rejects the pair
+  CHECK(check_conv_launch_options(o).code() == StatusCode::invalid_argument);
+  // Out of range or combined with split_k: invalid before anything is tuned or launched.
+  for (int ck : {0, -1, conv_max_cluster_k + 1}) {
+    ConvLaunchOptions bad;
+    bad.cluster_k = ck;
+    CHECK(check_conv_launch_options(bad).code() == StatusCode::invalid_argument);
+  }
+}

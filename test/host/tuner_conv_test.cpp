@@ -377,7 +377,7 @@ TEST_CASE("conv tuner: rank 1 is the heuristic choice; the Heuristic policy runs
     bool seen_variant = false;
     const ConvKernelEntry* last_default = nullptr;
     for (const ConvTactic& x : ranked) {
-      if (x.launch.split_k > 1) {
+      if (x.launch.split_k > 1 || x.launch.cluster_k > 1) {
         CHECK_FALSE(seen_variant);
         CHECK(x.entry == last_default);
       } else if (!is_default_launch(x.launch)) {

@@ -24,8 +24,9 @@
 // a layer once that many seconds have passed (the summary covers the layers done). --tactics also times
 // every non-default tactic the tuner would time (conv_launch_variants: raster group, split-K) of every
 // instance; --splits also times every split-K instance (the Hopper routes) with each split count given,
-// in parallel mode and, where the instance has it, serial mode. Those rows are named by tactic
-// ("<instance>@split4p") and count for "best" like instances.
+// in parallel mode and, where the instance has it, serial mode, and with every cluster split-K size it
+// takes (cluster_k, "@ck2"). Those rows are named by tactic ("<instance>@split4p") and count for "best"
+// like instances.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -242,6 +243,12 @@ int main(int argc, char** argv) {
             lo.split_mode = mode;
             add_launch(lo);
           }
+      if (!splits.empty())  // and every cluster split-K size the instance takes
+        for (int ck = 2; ck <= ktune::conv_cluster_k_limit(e.config); ++ck) {
+          ktune::ConvLaunchOptions lo;
+          lo.cluster_k = ck;
+          add_launch(lo);
+        }
       // The CSV's "tuned" mark: the tuned tactic's row, or its instance's default row when it has none.
       bool tuned_row = false;
       for (const auto& lo : launches) tuned_row |= tac != nullptr && tac->entry == &e && ktune::same_launch(tac->launch, lo);

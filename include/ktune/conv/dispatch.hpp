@@ -28,7 +28,15 @@ struct ConvLaunchOptions {
   // GEMM workspace pool (ktune/workspace.hpp).
   int split_k = 1;
   SplitKMode split_mode = SplitKMode::serial;
+  // Split-K inside a thread-block cluster (tma_im2col only; gemm/kernel/sm90/cluster_k.cuh): the
+  // cluster's cluster_k CTAs split one output tile's k-tiles and rank 0 adds the others' accumulators
+  // from distributed shared memory: no workspace, no second kernel. 1: off. Not with split_k > 1.
+  int cluster_k = 1;
 };
+
+// Largest cluster_k: the portable cluster size (8 CTAs); an instance's ring may hold fewer partials
+// (conv_cluster_k_limit).
+inline constexpr int conv_max_cluster_k = 8;
 
 // Launch options a caller may set: out of range is an invalid argument, never clamped silently
 // (ktune::conv2d checks them before it tunes or launches). The ranges are the GEMM's (dispatch.hpp).
@@ -41,12 +49,29 @@ inline Status check_conv_launch_options(const ConvLaunchOptions& o) {
                                                    std::to_string(o.split_k));
   if (o.split_mode != SplitKMode::serial && o.split_mode != SplitKMode::parallel)
     return error(StatusCode::invalid_argument, "unknown conv split_mode");
+  if (o.cluster_k < 1 || o.cluster_k > conv_max_cluster_k)
+    return error(StatusCode::invalid_argument, "conv cluster_k must be in [1, " + std::to_string(conv_max_cluster_k) +
+                                                   "], got " + std::to_string(o.cluster_k));
+  if (o.cluster_k > 1 && o.split_k > 1)
+    return error(StatusCode::invalid_argument, "conv cluster_k > 1 and split_k > 1 exclude each other");
   return {};
 }
 
 // Conv instances that take split_k > 1: the Hopper routes (the sm90 GEMM kernel and its im2col form).
 constexpr bool conv_supports_split_k(const ConvConfig& c) {
   return c.iterator == ConvIterator::gemm1x1 || c.iterator == ConvIterator::tma_im2col;
+}
+
+// The largest cluster_k an instance takes (1: none): tma_im2col with warpgroup tiles up to 64x128 (with
+// 128 accumulator registers per thread, 128x128 warpgroup tiles, rank 0's sum spilled 8 bytes: sm_90a
+// ptxas), as many CTAs as rank 0's ring (stages × (BM + BN)·BK·2 bytes) holds fp32 partial tiles (BM·BN·4
+// bytes) of the other ranks, up to 8: 64x64 s6: 7, 128x64 s6: 5, 128x128 s6: 4.
+constexpr int conv_cluster_k_limit(const ConvConfig& c) {
+  if (c.iterator != ConvIterator::tma_im2col || c.gemm.warp.m * c.gemm.warp.n > 64 * 128) return 1;
+  const GemmConfig& g = c.gemm;
+  const long ring = long(g.stages) * (g.tile.m + g.tile.n) * g.tile.k * 2, partial = long(g.tile.m) * g.tile.n * 4;
+  const long n = 1 + ring / partial;
+  return static_cast<int>(n < conv_max_cluster_k ? n : conv_max_cluster_k);
 }
 
 struct ConvKernelEntry {

@@ -37,14 +37,20 @@ struct ConvTactic {
 
 // Do two option sets launch the same way? (The split mode only matters when K is split.)
 inline bool same_launch(const ConvLaunchOptions& a, const ConvLaunchOptions& b) {
-  return a.raster_group == b.raster_group && a.split_k == b.split_k && (a.split_k <= 1 || a.split_mode == b.split_mode);
+  return a.raster_group == b.raster_group && a.split_k == b.split_k && (a.split_k <= 1 || a.split_mode == b.split_mode) &&
+         a.cluster_k == b.cluster_k;
 }
 inline bool is_default_launch(const ConvLaunchOptions& o) { return same_launch(o, ConvLaunchOptions{}); }
 
-// "split4p", "rg16", "split4p@rg16" for non-default options (the GEMM's order); "" for default options.
+// "split4p", "ck2", "rg16", "split4p@rg16" for non-default options (the GEMM's order, cluster split-K
+// after split-K); "" for default options.
 inline std::string launch_suffix(const ConvLaunchOptions& o) {
   std::string s;
   if (o.split_k > 1) s = "split" + std::to_string(o.split_k) + (o.split_mode == SplitKMode::parallel ? "p" : "s");
+  if (o.cluster_k > 1) {
+    if (!s.empty()) s += tactic_separator;
+    s += "ck" + std::to_string(o.cluster_k);
+  }
   if (o.raster_group != ConvLaunchOptions{}.raster_group) {
     if (!s.empty()) s += tactic_separator;
     s += "rg" + std::to_string(o.raster_group);
@@ -61,8 +67,9 @@ inline std::string conv_tactic_name(std::string_view instance, const ConvLaunchO
 
 inline constexpr int conv_max_raster_group = 64;
 
-// Inverse of launch_suffix(ConvLaunchOptions): "split<N>s|p" (N in [2, max_split_k]) and "rg<N>" (N in
-// [1, 64], not the default 8), '@'-separated in that order, no leading zeros: every option set has one name.
+// Inverse of launch_suffix(ConvLaunchOptions): "split<N>s|p" (N in [2, max_split_k]), "ck<N>" (N in [2,
+// conv_max_cluster_k]) and "rg<N>" (N in [1, 64], not the default 8), '@'-separated in that order, no
+// leading zeros: every option set has one name.
 inline bool parse_conv_launch_suffix(std::string_view s, ConvLaunchOptions& out, std::string& why) {
   auto bad = [&](std::string w) {
     why = std::move(w);
@@ -83,6 +90,10 @@ inline bool parse_conv_launch_suffix(std::string_view s, ConvLaunchOptions& out,
     if (number("split", tail, v) && v >= 2 && v <= max_split_k && (tail == "s" || tail == "p")) {
       o.split_k = v;
       o.split_mode = tail == "p" ? SplitKMode::parallel : SplitKMode::serial;
+    } else if (number("ck", tail, v) && tail.empty()) {
+      if (v < 2 || v > conv_max_cluster_k)
+        return bad("conv cluster_k '" + std::to_string(v) + "' is not an integer in [2, " + std::to_string(conv_max_cluster_k) + "]");
+      o.cluster_k = v;
     } else if (number("rg", tail, v) && tail.empty()) {
       if (v < 1 || v > conv_max_raster_group)
         return bad("conv raster group '" + std::to_string(v) + "' is not an integer in [1, " + std::to_string(conv_max_raster_group) + "]");
@@ -90,7 +101,7 @@ inline bool parse_conv_launch_suffix(std::string_view s, ConvLaunchOptions& out,
         return bad("raster group " + std::to_string(v) + " is the default (omit the launch options)");
       o.raster_group = v;
     } else {
-      return bad("conv launch options '" + std::string(s) + "': unknown option '" + std::string(knob) + "' (split<N>s|p, rg<N>)");
+      return bad("conv launch options '" + std::string(s) + "': unknown option '" + std::string(knob) + "' (split<N>s|p, ck<N>, rg<N>)");
     }
   }
   if (s.empty() || launch_suffix(o) != s)
@@ -161,15 +172,52 @@ inline std::vector<ConvLaunchOptions> conv_split_variants(const ConvKernelEntry&
   return out;
 }
 
+// Estimated time of a tma_im2col instance split `ck` ways inside clusters (cluster_k; 1: whole K), in
+// k-tiles: every CTA runs one (tile, slice) unit, so ⌈tiles·ck / slots⌉ waves of ⌈k_tiles / ck⌉ k-tiles,
+// plus one k-tile for the exchange through distributed shared memory.
+inline double sm90_conv_cluster_k_estimate(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev, int ck) {
+  double rows = 0, cols = 0;
+  conv_tile_grid(e, d, rows, cols);
+  const double slots = double(std::max(1, dev.sm_count)) * sm90_conv_ctas_per_sm(e, dev);
+  const double k_tiles = sm90_conv_k_tiles(e, d);
+  return std::ceil(rows * cols * ck / slots) * std::ceil(k_tiles / ck) + (ck > 1 ? 1.0 : 0.0);
+}
+
+// Cluster split-K options worth timing for an instance (tma_im2col): as for conv_split_variants, only
+// where the unsplit grid leaves CTA slots idle, the two cluster sizes (up to conv_cluster_k_limit) of best
+// estimate that beat the whole K.
+inline std::vector<ConvLaunchOptions> conv_cluster_k_variants(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
+  std::vector<ConvLaunchOptions> out;
+  const int limit = conv_cluster_k_limit(e.config);
+  if (limit < 2) return out;
+  double rows = 0, cols = 0;
+  conv_tile_grid(e, d, rows, cols);
+  const double slots = double(std::max(1, dev.sm_count)) * sm90_conv_ctas_per_sm(e, dev);
+  const double tiles = rows * cols, k_tiles = sm90_conv_k_tiles(e, d);
+  if (k_tiles < 4 || tiles >= 0.85 * slots * std::ceil(tiles / slots)) return out;
+  const double whole = sm90_conv_cluster_k_estimate(e, d, dev, 1);
+  std::vector<std::pair<double, int>> better;
+  for (int ck = 2; ck <= limit && ck <= k_tiles; ++ck)
+    if (const double t = sm90_conv_cluster_k_estimate(e, d, dev, ck); t < whole) better.emplace_back(t, ck);
+  std::stable_sort(better.begin(), better.end());
+  for (std::size_t i = 0; i < better.size() && i < 2; ++i) {
+    ConvLaunchOptions o;
+    o.cluster_k = better[i].second;
+    out.push_back(o);
+  }
+  return out;
+}
+
 // The launch options worth timing for an instance on a problem, default first: a raster group of 16
 // when the grid has several tile columns, at least 32 tile rows and 4 waves (L2 reuse of the filters
 // across more rows; with one column grouping changes nothing); for the Hopper routes, the split counts
-// of conv_split_variants.
+// of conv_split_variants and (tma_im2col) the cluster sizes of conv_cluster_k_variants.
 inline std::vector<ConvLaunchOptions> conv_launch_variants(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
   std::vector<ConvLaunchOptions> v{ConvLaunchOptions{}};
   double rows = 0, cols = 0;
   conv_tile_grid(e, d, rows, cols);
   if (cols >= 2 && rows >= 32 && rows * cols >= 4.0 * std::max(1, dev.sm_count)) v.push_back(ConvLaunchOptions{16});
+  for (const ConvLaunchOptions& o : conv_cluster_k_variants(e, d, dev)) v.push_back(o);
   for (const ConvLaunchOptions& o : conv_split_variants(e, d, dev)) v.push_back(o);
   return v;
 }

@@ -405,7 +405,8 @@ class Tuner {
       out.push_back(ConvTactic{e, ConvLaunchOptions{}, conv_tactic_name(e->name, ConvLaunchOptions{})});
       if (!variants) continue;
       for (const ConvLaunchOptions& o : conv_launch_variants(*e, d, dev))
-        if (!is_default_launch(o)) (o.split_k > 1 ? out : rest).push_back(ConvTactic{e, o, conv_tactic_name(e->name, o)});
+        if (!is_default_launch(o))
+          (o.split_k > 1 || o.cluster_k > 1 ? out : rest).push_back(ConvTactic{e, o, conv_tactic_name(e->name, o)});
     }
     for (auto& t : rest) out.push_back(std::move(t));
     return out;

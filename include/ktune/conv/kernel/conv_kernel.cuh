@@ -81,7 +81,8 @@ Status launch_conv_with(const Conv2dDesc& d, const typename Epi::Params& ep, con
   constexpr ConvConfig CC = CfgT::value;
   constexpr auto kernel = conv2d_fprop_kernel<CfgT, Epi>;
   constexpr int smem = conv_resources(CC).smem_bytes;
-  if (opt.split_k > 1) return error(StatusCode::unsupported, "mma.sync conv instances do not split K (split_k > 1)");
+  if (opt.split_k > 1 || opt.cluster_k > 1)
+    return error(StatusCode::unsupported, "mma.sync conv instances do not split K (split_k > 1 or cluster_k > 1)");
   const ConvShape s = conv_shape(d);
   ConvParams<typename Epi::Params> p{};
   p.g.m = static_cast<int>(s.m);

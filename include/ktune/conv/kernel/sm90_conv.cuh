@@ -12,6 +12,8 @@
 //               K-major rows, exactly the GEMM's stage layout, so consumers and epilogue are the GEMM's.
 //               Split-K (ConvLaunchOptions::split_k > 1) is the GEMM kernel's: (tile, k-slice) work units
 //               of the persistent loop, fp32 partials, the GEMM's reduction kernel or serial finish.
+//               cluster_k > 1: the CTAs of a cluster split one tile's k-tiles and add their accumulators
+//               through distributed shared memory (gemm/kernel/sm90/cluster_k.cuh).
 // Only clusters of 1 (no multicast) are used for convolutions.
 #pragma once
 #include <cuda.h>
@@ -60,6 +62,7 @@ inline GemmOperands conv_gemm1x1_operands(const Conv2dOperands& o) {
 template <class CfgT>
 Status launch_conv_gemm1x1(const Conv2dDesc& d, const Conv2dOperands& ops, const ConvLaunchOptions& opt,
                            cudaStream_t stream) {
+  if (opt.cluster_k > 1) return error(StatusCode::unsupported, "the gemm1x1 route does not split K in clusters (cluster_k > 1)");
   GemmLaunchOptions g;
   g.raster_group = opt.raster_group;
   g.split_k = opt.split_k;
@@ -132,7 +135,8 @@ __global__ void __launch_bounds__(CfgT::value.gemm.threads(), 1)
 #if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr GemmConfig C = CfgT::value.gemm;
   // SplitK: p.split_k > 1 walks (tile, k-slice) units and leaves fp32 partials (gemm/kernel/sm90/split_k.cuh).
-  warp_specialized_gemm<C, Epi, ConvIm2colProducer<C>, Sm90Schedule{}, true>(
+  // ClusterK: in a cluster launch (cluster_k) the cluster's CTAs split one tile's k-tiles (cluster_k.cuh).
+  warp_specialized_gemm<C, Epi, ConvIm2colProducer<C>, Sm90Schedule{}, true, (conv_cluster_k_limit(CfgT::value) > 1)>(
       ConvIm2colProducer<C>{&tma_x, &tma_w, geo}, p, geo.k_tiles, y_store_boxes > 0 ? &tma_y : nullptr, true, y_store_boxes);
 #else
   __trap();  // built for a target without wgmma: the launcher never runs this image
@@ -216,6 +220,16 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
   split.split_k = opt.split_k;
   split.split_mode = opt.split_mode;
   GemmOperands ws;
+  const int cluster_k = opt.cluster_k;  // split-K in clusters of this many CTAs (cluster_k.cuh)
+  if (cluster_k != 1) {
+    KTUNE_RETURN_IF_ERROR(check_conv_launch_options(opt));
+    if (cluster_k > conv_cluster_k_limit(CfgT::value))
+      return error(StatusCode::unsupported, "this tma_im2col instance takes cluster_k up to " +
+                                                std::to_string(conv_cluster_k_limit(CfgT::value)) + " (its ring holds the partials)");
+    static_assert(cluster_k_bytes(C.threads() - 128, WgmmaMainloop<C>::MI * WgmmaMainloop<C>::WN / 2, conv_cluster_k_limit(CfgT::value)) <=
+                      long(C.stages) * WgmmaMainloop<C>::stage_bytes,
+                  "rank 0's ring holds the other ranks' partials");
+  }
   if (split.split_k > 1) {
     KTUNE_RETURN_IF_ERROR(check_conv_launch_options(opt));  // ranges, before the pool grows
     if (split.split_mode == SplitKMode::serial && !supports_serial_split_k(C))
@@ -266,6 +280,25 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
   if constexpr (sm90_async_store_fits<WgmmaMainloop<C>> && std::is_same_v<Epi, epilogue::Builtin>)
     if (split.split_k <= 1) y_store_boxes = make_store_map(ty, d.out_type, ops.y, s.m, d.k, d.k, d.epilogue);
 
+  if (cluster_k > 1) {  // one (tile, k-slice) unit per CTA: tiles × cluster_k CTAs in clusters of cluster_k
+    if (tiles * cluster_k > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
+    if (resident_clusters<kernel>(C.threads(), smem, cluster_k) < 1)
+      return error(StatusCode::unsupported, "a cluster of " + std::to_string(cluster_k) + " CTAs of this instance does not fit the device");
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(static_cast<unsigned>(tiles * cluster_k), 1, 1);
+    cfg.blockDim = dim3(static_cast<unsigned>(C.threads()), 1, 1);
+    cfg.dynamicSmemBytes = static_cast<std::size_t>(smem);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = static_cast<unsigned>(cluster_k);
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return cuda_status(cudaLaunchKernelEx(&cfg, kernel, tx, tw, p, conv_tma_geometry(d), ty, y_store_boxes),
+                       "sm90 conv2d (TMA im2col, cluster split-K) kernel launch");
+  }
   const std::int64_t slots = std::int64_t{dev.sm_count > 0 ? dev.sm_count : 1} * per_sm_blocks;
   const std::int64_t works = tiles * std::max(1, split.split_k);  // split-K: (tile, k-slice) units
   if (works > 0x7fffffff) return error(StatusCode::invalid_argument, "too many (tile, k-slice) units for one launch");

@@ -28,6 +28,7 @@
 #include "ktune/gemm/kernel/gemm_kernel.cuh"
 #include "ktune/gemm/kernel/params.cuh"
 #include "ktune/gemm/kernel/schedule.cuh"
+#include "ktune/gemm/kernel/sm90/cluster_k.cuh"
 #include "ktune/gemm/kernel/sm90/epilogue.cuh"
 #include "ktune/gemm/kernel/sm90/mainloop.cuh"
 #include "ktune/gemm/kernel/sm90/pipeline.cuh"
@@ -132,14 +133,20 @@ __device__ __forceinline__ void consumer_order_signal(int other_consumer) {
 // (nullptr: every tile leaves through the consumers' own stores); d_store_boxes (2..): use at most that many
 // of the warp's store box buffers (0: all).
 // SplitK: p.split_k > 1 splits every tile's k-tiles into slices, work units of their own (split_k.cuh);
-// false (conv im2col) leaves that code out.
-template <GemmConfig C, class Epi, class Producer, Sm90Schedule Sch = Sm90Schedule{}, bool SplitK = false>
+// false leaves that code out.
+// ClusterK (cluster_k.cuh; conv's tma_im2col route): in a cluster launch the cluster's CTAs split one
+// tile's k-tiles (rank r: slice r) instead of multicasting to adjacent tiles, and rank 0 adds the others'
+// accumulators from distributed shared memory; one unit per CTA (the launcher's grid is units × cluster).
+// In a launch without a cluster it changes nothing.
+template <GemmConfig C, class Epi, class Producer, Sm90Schedule Sch = Sm90Schedule{}, bool SplitK = false,
+          bool ClusterK = false>
 __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, const GemmParams<typename Epi::Params>& p,
                                                       const int k_tiles, const CUtensorMap* tma_d = nullptr,
                                                       bool fragments_allowed = true, int d_store_boxes = 0) {
   using ML = WgmmaMainloop<C>;
   constexpr bool PingPong = Sch.pingpong || C.schedule == WgSchedule::pingpong;
   static_assert(!PingPong || ML::consumers == 1, "ping-pong consumers each compute a whole tile");
+  static_assert(!ClusterK || !PingPong, "cluster split-K runs cooperative consumers");
   constexpr int consumer_wgs = sm90_consumer_warpgroups(C, Sch);
   constexpr int slot_readers = PingPong ? 1 : ML::consumers;  // warpgroups that read each ring slot
   constexpr int S = C.stages;
@@ -154,7 +161,9 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   // A cluster launch (2 CTAs) multicasts the shared operand; a plain launch has a cluster of 1.
   const unsigned cluster = cuda::ptx::get_sreg_cluster_nctarank();
   const unsigned rank = cluster > 1 ? cuda::ptx::get_sreg_cluster_ctarank() : 0u;
-  if (threadIdx.x == 0) pipe.init(4 * slot_readers * static_cast<int>(cluster));
+  // CTAs that share (multicast) a slot's operands: the cluster, but 1 where the cluster splits K.
+  const unsigned mcast = ClusterK ? 1u : cluster;
+  if (threadIdx.x == 0) pipe.init(4 * slot_readers * static_cast<int>(mcast));
   if (cluster > 1) {  // the peer's TMA and arrivals reach this CTA's barriers: all initialised first
     cuda::ptx::barrier_cluster_arrive();
     cuda::ptx::barrier_cluster_wait();
@@ -165,20 +174,26 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   // Work units: a cluster computes `cluster` adjacent tiles (along M when pairing shares B, else N);
   // units are rastered in groups, and CTA `rank` takes tile `rank` of its cluster's unit.
   const int tiles_m = (p.m + C.tile.m - 1) / C.tile.m, tiles_n = (p.n + C.tile.n - 1) / C.tile.n;
-  const int cl = static_cast<int>(cluster);
-  const int units_m = ML::pair_m ? (tiles_m + cl - 1) / cl : tiles_m;
-  const int units_n = ML::pair_m ? tiles_n : (tiles_n + cl - 1) / cl;
+  const int cl = static_cast<int>(cluster), tl = static_cast<int>(mcast);  // CTAs and tiles per unit
+  const int units_m = ML::pair_m ? (tiles_m + tl - 1) / tl : tiles_m;
+  const int units_n = ML::pair_m ? tiles_n : (tiles_n + tl - 1) / tl;
   const int units = units_m * units_n;
   // Split-K: work w is slice w % S of unit w / S, S = p.split_k (clusters of 1). Otherwise work = unit.
   // (S is read from the parameters where used, not held in a register: the consumers have none to spare.)
   const bool split = SplitK && p.split_k > 1;
   const int works = split ? units * p.split_k : units;
   const int first_unit = static_cast<int>(blockIdx.x) / cl, unit_step = static_cast<int>(gridDim.x) / cl;
-  auto k_range = [&](int w) { return split ? sm90_k_slice(k_tiles, w % p.split_k, p.split_k) : KRange{0, k_tiles}; };
+  const bool cluster_k = ClusterK && cluster > 1;
+  auto k_range = [&](int w) {
+    return split       ? sm90_k_slice(k_tiles, w % p.split_k, p.split_k)
+           : cluster_k ? sm90_k_slice(k_tiles, static_cast<int>(rank), cl)
+                       : KRange{0, k_tiles};
+  };
+  const int tile_rank = cluster_k ? 0 : static_cast<int>(rank);  // this CTA's tile of its unit
   auto tile_of = [&](int w) {
     const int unit = split ? w / p.split_k : w;
     const TileCoord u = grouped_raster(unit, units_m, units_n, p.raster_group);
-    return ML::pair_m ? TileCoord{u.m * cl + static_cast<int>(rank), u.n} : TileCoord{u.m, u.n * cl + static_cast<int>(rank)};
+    return ML::pair_m ? TileCoord{u.m * tl + tile_rank, u.n} : TileCoord{u.m, u.n * tl + tile_rank};
   };
   const int wg = threadIdx.x / 128;
 
@@ -193,11 +208,14 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
         const KRange kr = k_range(unit);
         for (int kt = kr.first; kt < kr.first + kr.count; ++kt) {
           std::uint64_t* bar = pipe.acquire(st, ML::stage_bytes);
-          producer.load(ring + st.stage * ML::stage_bytes, bar, tc, kt, cluster, rank);
+          producer.load(ring + st.stage * ML::stage_bytes, bar, tc, kt, mcast, rank);
           st.advance();
         }
       }
     }
+    if constexpr (ClusterK)  // the consumers' two cluster barriers per unit (cluster_k_sum), every thread
+      if (cluster_k)
+        for (int unit = first_unit; unit < works; unit += unit_step) cluster_k_producer_sync();
   } else {
     if constexpr (consumer_wgs == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(smem_layout::sm90_consumer_registers));
     const int cw = wg - 1, lane = threadIdx.x & 31, warp_in_wg = (threadIdx.x >> 5) & 3;
@@ -210,7 +228,8 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     bool fragments = false;
     constexpr bool bias_buffers = sm90_kernel_bias_bytes(C, Sch) > 0;
     if constexpr (std::is_same_v<Epi, epilogue::Builtin>)
-      fragments = fragments_allowed && !split && !identity && fragment_epilogue(p.ep, p.d_vec4) && (bias_buffers || p.ep.bias == nullptr);
+      fragments = fragments_allowed && !split && !identity && fragment_epilogue(p.ep, p.d_vec4) && (bias_buffers || p.ep.bias == nullptr) &&
+                  (!ClusterK || rank == 0u);  // cluster split-K: only rank 0 stores (and prefetches bias)
     const bool bias_ahead = fragments && p.ep.bias != nullptr;
     // 16-bit D leaves through the asynchronous TMA store (epilogue.cuh) when the launcher made D's tensor
     // map and the accumulators hold D's values (identity or fragment epilogue), through `store_boxes`
@@ -264,14 +283,26 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
           if (kt == kr.count - 1 && unit + unit_step < works) consumer_order_signal(1 - cw);
         ML::mma(acc, d0, st.stage, kt > 0);
         wgmma_wait<1>();  // the previous k-tile's wgmmas are done: its slot may be refilled
-        if (kt > 0 && lane == 0) pipe.release(previous, cluster);
+        if (kt > 0 && lane == 0) pipe.release(previous, mcast);
         previous = st.stage;
         st.advance();
       }
       wgmma_wait<0>();
-      if (lane == 0 && kr.count > 0) pipe.release(previous, cluster);
+      if (lane == 0 && kr.count > 0) pipe.release(previous, mcast);
 #pragma unroll
       for (int mi = 0; mi < ML::MI; ++mi) fence_registers(acc[mi]);
+
+      if constexpr (ClusterK) {  // ranks > 0 hand their slice's sums to rank 0, which adds them
+        if (cluster_k) {
+          if (kr.count == 0) {  // more ranks than k-tiles: an empty slice (rank 0's too) adds zeros
+#pragma unroll
+            for (int mi = 0; mi < ML::MI; ++mi)
+#pragma unroll
+              for (int i = 0; i < ML::WN / 2; ++i) acc[mi][i] = 0.0f;
+          }
+          if (!cluster_k_sum<ML, 128 * consumer_wgs>(acc, ring, rank, cluster, static_cast<int>(threadIdx.x) - 128)) continue;
+        }
+      }
 
       if constexpr (SplitK) {
         if (split) {  // this slice's fp32 partial (split_k.cuh); an empty slice's is zero
