@@ -21,6 +21,7 @@
 #include <cudaTypedefs.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -282,7 +283,11 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
 
   if (cluster_k > 1) {  // one (tile, k-slice) unit per CTA: tiles × cluster_k CTAs in clusters of cluster_k
     if (tiles * cluster_k > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
-    if (resident_clusters<kernel>(C.threads(), smem, cluster_k) < 1)
+    // Whether a cluster of cluster_k CTAs fits, asked once per size (the occupancy query costs host time).
+    static std::atomic<int> fits[conv_max_cluster_k + 1] = {};  // 0 unknown, 1 yes, 2 no
+    if (fits[cluster_k].load(std::memory_order_relaxed) == 0)
+      fits[cluster_k].store(resident_clusters<kernel>(C.threads(), smem, cluster_k) >= 1 ? 1 : 2, std::memory_order_relaxed);
+    if (fits[cluster_k].load(std::memory_order_relaxed) != 1)
       return error(StatusCode::unsupported, "a cluster of " + std::to_string(cluster_k) + " CTAs of this instance does not fit the device");
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(static_cast<unsigned>(tiles * cluster_k), 1, 1);
