@@ -432,3 +432,36 @@ TEST_CASE("conv2d: split-K on the Hopper routes, every split count and mode vs f
   CHECK(refused > 0);
   CHECK(y.download() == y.image);
 }
+
+// A small target for compute-sanitizer (racecheck, synccheck: the cluster barriers and the distributed
+// shared-memory exchange; memcheck: the split partials): each split-capable instance once with
+// cluster_k 2 (where it has it), @split3p and @split3s, on one problem, checked against float64.
+//   compute-sanitizer --tool racecheck build-gpu/ktune_gpu_tests -tc='conv2d: split-K sanitizer target'
+TEST_CASE("conv2d: split-K sanitizer target") {
+  const ConvCase c(P(2, 9, 11, 72, 40, 3, 3, 1, 1), 7200);
+  int runs = 0;
+  for (const auto& e : conv_table().entries()) {
+    if (!conv_supports_split_k(e.config) || !runs_here(e) || e.config.operand() != c.d.type || !accepts(e, c.d, c)) continue;
+    std::vector<ConvLaunchOptions> launches;
+    ConvLaunchOptions lo;
+    if (conv_cluster_k_limit(e.config) >= 2) {
+      lo.cluster_k = 2;
+      launches.push_back(lo);
+    }
+    lo = ConvLaunchOptions{};
+    lo.split_k = 3;
+    lo.split_mode = SplitKMode::parallel;
+    launches.push_back(lo);
+    if (supports_serial_split_k(e.config.gemm)) {
+      lo.split_mode = SplitKMode::serial;
+      launches.push_back(lo);
+    }
+    for (const ConvLaunchOptions& l : launches) {
+      const Check chk = run_and_check(c, bias_activation(Activation::relu), DType::f16, e.name.data(), 7201, nullptr, false, l);
+      INFO(conv_tactic_name(e.name, l) << ": " << chk.summary());
+      CHECK(chk.ok(tolerance(DType::f16)));
+      ++runs;
+    }
+  }
+  if (runs == 0) MESSAGE("no split-capable conv instance runs on this device: skipped");
+}
