@@ -168,7 +168,10 @@ TEST_CASE("conv cluster split-K: limits, proposals, names, refusals") {
   CHECK_FALSE(parse_conv_launch_suffix("ck1", o, why));
   CHECK_FALSE(parse_conv_launch_suffix("ck9", o, why));
   CHECK_FALSE(parse_conv_launch_suffix("ck02", o, why));
-  CHECK(parse_conv_launch_suffix("split2p@ck2", o, why));  // parses; check_conv_launch_options rejects the pair
+  CHECK_FALSE(parse_conv_launch_suffix("split2p@ck2", o, why));  // exclude each other
+  o = ConvLaunchOptions{};
+  o.split_k = 2;
+  o.cluster_k = 2;
   CHECK(check_conv_launch_options(o).code() == StatusCode::invalid_argument);
   // Out of range or combined with split_k: invalid before anything is tuned or launched.
   for (int ck : {0, -1, conv_max_cluster_k + 1}) {

@@ -104,6 +104,7 @@ inline bool parse_conv_launch_suffix(std::string_view s, ConvLaunchOptions& out,
       return bad("conv launch options '" + std::string(s) + "': unknown option '" + std::string(knob) + "' (split<N>s|p, ck<N>, rg<N>)");
     }
   }
+  if (o.split_k > 1 && o.cluster_k > 1) return bad("conv launch options '" + std::string(s) + "': split<N> and ck<N> exclude each other");
   if (s.empty() || launch_suffix(o) != s)
     return bad("conv launch options '" + std::string(s) + "' are not in canonical form (expected '" + launch_suffix(o) + "')");
   out = o;
