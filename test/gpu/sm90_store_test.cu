@@ -3,7 +3,8 @@
 // 16-bit D with 16-byte aligned rows (pointer and ldd) leaves instances with 64x256 or 128x128 warpgroup
 // tiles through the asynchronous TMA store (8-row ×
 // 64-column boxes the TMA clips at D's edges: partial tiles in M and N; the TMA writes whole 16-byte units
-// at the last column, so N must be a multiple of 8 too, else the 16-byte row-segment store); without a
+// at the last column, so N must be a multiple of 8 too, else the 16-byte row-segment store; with 1-2
+// k-tiles and N % 64 = 0 the wide form: 16-row × 128-column operations from freed ring stages); without a
 // tensor map (KTUNE_SM90_SYNC_STORE=1) through 16-byte vectors of whole 128-byte row segments; anything
 // else (odd ldd, ldd ≡ 4 mod 8, D offset by one or four elements, fp32 D) through the staged fp32 chunks.
 // Every sm90 'tn' instance, against the float64 reference, D poisoned and its guard bands and padding
@@ -41,6 +42,11 @@ const std::vector<StoreCase>& store_cases() {
       {"one k-tile, N % 8 = 5, 3 CTAs over 20+ tiles (box buffers reused across tiles)", 517, 1021, 64, 3, 0, 3},
       {"D 8-byte but not 16-byte aligned (offset 4: staged store)", 131, 200, 64, 8, 4},
       {"M < 8 rows, N < 64 (a box mostly outside D)", 5, 24, 64, 0, 0, 1},
+      // The wide store (K of 1-2 k-tiles, N % 64 = 0: 4 KB operations from the ring stages past the 2 kept).
+      {"wide: one k-tile, N % 128 = 64, partial tiles, 3 CTAs over 20+ tiles (4 KB buffers reused)", 517, 960, 64, 8, 0, 3},
+      {"wide: two k-tiles (K = 100), N = 64 (one 64-column block), 2 CTAs", 300, 64, 100, 0, 0, 2},
+      {"wide: M < 16 rows, N = 192", 9, 192, 64, 0, 0, 1},
+      {"wide: one k-tile, many tiles, every CTA", 1040, 1152, 64},
   };
   return c;
 }

@@ -18,8 +18,9 @@ template <int Stages>
 struct RingState {
   int stage = 0;
   std::uint32_t phase = 0;  // parity of the ring's current lap
+  int stages = Stages;      // slots walked: fewer where the wide store uses the rest (kernel.cuh, wide_ring)
   __device__ __forceinline__ void advance() {
-    if (++stage == Stages) {
+    if (++stage == stages) {
       stage = 0;
       phase ^= 1u;
     }
@@ -27,8 +28,8 @@ struct RingState {
   // Pass over n slots that another consumer reads (ping-pong consumers take turns on whole tiles).
   __device__ __forceinline__ void skip(int n) {
     const int t = stage + n;
-    stage = t % Stages;
-    phase ^= static_cast<std::uint32_t>(t / Stages) & 1u;
+    stage = t % stages;
+    phase ^= static_cast<std::uint32_t>(t / stages) & 1u;
   }
 };
 
