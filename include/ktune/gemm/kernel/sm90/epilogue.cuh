@@ -420,61 +420,72 @@ inline int make_store_map(CUtensorMap& map, DType t, void* d, std::int64_t m, st
   return ok ? boxes_wanted : 0;
 }
 
-// ---- Wide asynchronous store: 16-row × 128-column operations from freed ring stages -------------------
+// ---- Wide asynchronous store: 16-row operations of 2-8 KB from freed ring stages ---------------------
 // With one or two k-tiles per tile (8192x8192x64, conv 1×1) the ring's later stages hold nothing the
 // mainloop waits for, while the 1 KB box store above runs at ~one box per 400-500 ns per warp (s5-batchA:
 // 2.2-2.8 TB/s, whatever the buffer count: a per-operation cost, not the drain). So, on the launcher's
-// choice (wide_ring = R > 0), the producer and the consumers walk only the first R ring stages, and the
-// rest of the ring plus the warps' staging become each consumer warp's store buffers: 4 KB each (its
-// 16-row band × 128 columns, two 64-column blocks of a 3-D view of D: {64 columns, M rows, N / 64
-// blocks}, 128-byte swizzle), one proxy fence and one TMA operation per 4 KB instead of per 1 KB, and up
-// to 8 of them in flight per warp (1.5-4 warp tiles). Needs N % 64 = 0 (the view's blocks) and a warp
-// tile of 128 or 256 columns; the TMA clips rows at M and blocks at N / 64.
-inline constexpr int sm90_wide_op_bytes = 4096, sm90_wide_op_cols = 128, sm90_wide_max_buffers = 8;
+// choice (Sm90WideStore::ring = R > 0), the producer and the consumers walk only the first R ring stages,
+// and the rest of the ring plus the warps' staging become each consumer warp's store buffers: one per
+// operation of `blocks` 64-column blocks of its 16-row band (2 KB per block; a 3-D view of D: {64
+// columns, M rows, N / 64 blocks}, 128-byte swizzle), one proxy fence and one TMA operation per
+// operation instead of per 1 KB, up to 8 buffers in flight per warp. Needs N % 64 = 0 (the view's
+// blocks) and a warp tile of 128 or 256 columns; the TMA clips rows at M and blocks at N / 64.
+struct Sm90WideStore {
+  int ring = 0;    // ring stages kept (0: the 1 KB box store)
+  int blocks = 2;  // 64-column blocks per operation: 1, 2 or 4 (at most the warp tile's)
+};
+inline constexpr int sm90_wide_block_bytes = 2048, sm90_wide_max_buffers = 8;
 template <class ML>
-inline constexpr bool sm90_wide_store_fits = sm90_async_store_fits<ML> && ML::WN % sm90_wide_op_cols == 0;
-// Bytes of each consumer warp's wide store region (a multiple of the operation's 4 KB) when `free_bytes`
-// from a 1024-byte aligned start are shared by `warps` consumer warps; its buffers: region / 4 KB, at most 8.
-constexpr int sm90_wide_warp_bytes(int free_bytes, int warps) { return free_bytes / warps / sm90_wide_op_bytes * sm90_wide_op_bytes; }
-constexpr int sm90_wide_buffers(int free_bytes, int warps) {
-  const int n = sm90_wide_warp_bytes(free_bytes, warps) / sm90_wide_op_bytes;
+inline constexpr bool sm90_wide_store_fits = sm90_async_store_fits<ML> && ML::WN % 128 == 0;
+// Bytes of each consumer warp's wide store region (a multiple of the operation's bytes) when `free_bytes`
+// from a 1024-byte aligned start are shared by `warps` consumer warps; its buffers: at most 8.
+constexpr int sm90_wide_warp_bytes(int free_bytes, int warps, int op_bytes) { return free_bytes / warps / op_bytes * op_bytes; }
+constexpr int sm90_wide_buffers(int free_bytes, int warps, int op_bytes) {
+  const int n = sm90_wide_warp_bytes(free_bytes, warps, op_bytes) / op_bytes;
   return n < sm90_wide_max_buffers ? n : sm90_wide_max_buffers;
 }
 
-// Host: the ring stages a launch keeps when it takes the wide store (0: it does not): 2 (of `stages`) when
-// a tile has at most 2 k-tiles and the rest holds at least 2 buffers per consumer warp. A/B switches
-// (read once): KTUNE_SM90_WIDE_RING=n (ring stages kept; 0 = never wide), KTUNE_SM90_WIDE_KTILES=k (the
-// most k-tiles per tile that go wide).
-inline int sm90_wide_ring_choice(int stages, int k_tiles, int stage_bytes, int staging_bytes, int warps) {
-  static const int ring_wanted = [] {
-    const char* v = std::getenv("KTUNE_SM90_WIDE_RING");
-    return v != nullptr ? std::atoi(v) : 2;
-  }();
-  static const int max_k_tiles = [] {
-    const char* v = std::getenv("KTUNE_SM90_WIDE_KTILES");
-    return v != nullptr ? std::atoi(v) : 2;
-  }();
-  const int r = ring_wanted < stages - 1 ? ring_wanted : stages - 1;
-  if (r < 1 || k_tiles > max_k_tiles) return 0;
-  return sm90_wide_buffers((stages - r) * stage_bytes + staging_bytes, warps) >= 2 ? r : 0;
+// Host: the wide store a launch takes ({0, ...}: none): 2 ring stages (of `stages`) and 2-block (4 KB)
+// operations when a tile has at most 2 k-tiles and the rest holds at least 2 buffers per consumer warp.
+// A/B switches (read once): KTUNE_SM90_WIDE_RING=n (ring stages kept; 0 = never wide),
+// KTUNE_SM90_WIDE_BLOCKS=b (1, 2, 4: 64-column blocks per operation, at most warp_n / 64),
+// KTUNE_SM90_WIDE_KTILES=k (the most k-tiles per tile that go wide).
+inline Sm90WideStore sm90_wide_store_choice(int stages, int k_tiles, int stage_bytes, int staging_bytes, int warps, int warp_n) {
+  auto env = [](const char* name, int fallback) {
+    const char* v = std::getenv(name);
+    return v != nullptr ? std::atoi(v) : fallback;
+  };
+  static const int ring_wanted = env("KTUNE_SM90_WIDE_RING", 2);
+  static const int blocks_wanted = env("KTUNE_SM90_WIDE_BLOCKS", 2);
+  static const int max_k_tiles = env("KTUNE_SM90_WIDE_KTILES", 2);
+  Sm90WideStore w;
+  w.ring = ring_wanted < stages - 1 ? ring_wanted : stages - 1;
+  w.blocks = blocks_wanted >= 4 ? 4 : blocks_wanted >= 2 ? 2 : 1;
+  while (w.blocks * 64 > warp_n) w.blocks /= 2;
+  if (w.ring < 1 || k_tiles > max_k_tiles ||
+      sm90_wide_buffers((stages - w.ring) * stage_bytes + staging_bytes, warps, w.blocks * sm90_wide_block_bytes) < 2)
+    return {};
+  return w;
 }
 
 // Host: D's 3-D view for the wide store ({64 columns, M rows, N / 64 blocks}, strides ldd and 64 elements,
-// boxes {64, 16, 2}, 128-byte swizzle). False (map unusable) unless N % 64 = 0 and the driver takes it.
-inline bool make_wide_store_map(CUtensorMap& map, DType t, void* d, std::int64_t m, std::int64_t n, std::int64_t ldd) {
+// boxes {64, 16, blocks}, 128-byte swizzle). False (map unusable) unless N % 64 = 0 and the driver takes it.
+inline bool make_wide_store_map(CUtensorMap& map, DType t, void* d, std::int64_t m, std::int64_t n, std::int64_t ldd,
+                                int blocks) {
   if (size_of(t) != 2 || n % 64 != 0 || m <= 0 || reinterpret_cast<std::uintptr_t>(d) % 16 != 0 || ldd % 8 != 0) return false;
   PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
   if (!tensor_map_encoder(encode).ok()) return false;
   const cuuint64_t dims[3] = {64, static_cast<cuuint64_t>(m), static_cast<cuuint64_t>(n / 64)};
   const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ldd) * 2, 128};  // bytes: rows, 64-column blocks
-  const cuuint32_t box[3] = {64, smem_layout::epilogue_band_rows, sm90_wide_op_cols / 64};
+  const cuuint32_t box[3] = {64, smem_layout::epilogue_band_rows, static_cast<cuuint32_t>(blocks)};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
   const CUtensorMapDataType dt = t == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   const CUresult r = encode(&map, dt, 3, d, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   static const bool debug = std::getenv("KTUNE_SM90_WIDE_DEBUG") != nullptr;  // measurements: say what was taken
-  if (debug) std::fprintf(stderr, "ktune sm90 wide store map %lldx%lld ldd %lld: CUresult %d\n", static_cast<long long>(m),
-                          static_cast<long long>(n), static_cast<long long>(ldd), static_cast<int>(r));
+  if (debug)
+    std::fprintf(stderr, "ktune sm90 wide store map %lldx%lld ldd %lld blocks %d: CUresult %d\n", static_cast<long long>(m),
+                 static_cast<long long>(n), static_cast<long long>(ldd), blocks, static_cast<int>(r));
   return r == CUDA_SUCCESS;
 }
 
@@ -540,40 +551,50 @@ __device__ __forceinline__ void store_tile_async(const CUtensorMap* map, typenam
 }
 
 // One consumer warp's part of a tile through the wide store (see sm90_wide_store_fits): per 16-row band
-// (row0 + 64·mi) and 128 columns one 4 KB operation from `nbuf` (2..8) buffers at `bufs` (1024-byte
-// aligned, 4 KB apart); `slot` is the next buffer (warp-uniform, carried across tiles). Buffer layout:
-// block b (64 columns) at b · 2 KB, row r at r · 128, 16-byte unit u at u ^ (r % 8) (the TMA's 128-byte
-// swizzle; the packed-pair writes of a warp instruction hit 32 banks).
+// (row0 + 64·mi), operations of `blocks` (1, 2, 4) 64-column blocks from `nbuf` (2..8) buffers of
+// blocks · 2 KB at `bufs` (1024-byte aligned); `slot` is the next buffer (warp-uniform, carried across
+// tiles). Buffer layout: block b at b · 2 KB, row r at r · 128, 16-byte unit u at u ^ (r % 8) (the TMA's
+// 128-byte swizzle; the packed-pair writes of a warp instruction hit 32 banks).
 template <class ML, class TOut>
 __device__ __forceinline__ void store_tile_wide(const CUtensorMap* map, typename ML::Accumulators& acc, char* bufs, int nbuf,
-                                                int row0, int col0, int m, int n, int& slot) {
-  static_assert(sizeof(TOut) == 2 && sm90_wide_store_fits<ML>, "16-bit D, 128-column operations");
-  constexpr int ops = ML::WN / sm90_wide_op_cols, octets = sm90_wide_op_cols / 8;
+                                                int blocks, int row0, int col0, int m, int n, int& slot) {
+  static_assert(sizeof(TOut) == 2 && sm90_wide_store_fits<ML>, "16-bit D, 64-column blocks");
+  constexpr int band_blocks = ML::WN / 64;
   using Pair = decltype(epilogue::pack2<TOut>(0.0f, 0.0f));
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  char* buf = bufs;
+  bool live = false;  // the current operation lies (partly) inside D
 #pragma unroll
   for (int mi = 0; mi < ML::MI; ++mi)
 #pragma unroll
-    for (int o = 0; o < ops; ++o) {
-      const int rb = row0 + 64 * mi, cb = col0 + sm90_wide_op_cols * o;
-      if (rb >= m || cb >= n) continue;  // warp-uniform: the operation lies outside D
-      char* buf = bufs + slot * sm90_wide_op_bytes;
-      if (lane == 0) bulk_wait_read(nbuf - 1);
-      __syncwarp();  // the store issued from this buffer nbuf operations ago has read it
+    for (int blk = 0; blk < band_blocks; ++blk) {
+      const int in_op = blk & (blocks - 1), rb = row0 + 64 * mi;
+      if (in_op == 0) {
+        live = rb < m && col0 + 64 * blk < n;  // warp-uniform
+        if (live) {
+          buf = bufs + slot * (blocks * sm90_wide_block_bytes);
+          if (lane == 0) bulk_wait_read(nbuf - 1);
+          __syncwarp();  // the store issued from this buffer nbuf operations ago has read it
+        }
+      }
+      if (!live) continue;
+      char* out = buf + in_op * sm90_wide_block_bytes;
 #pragma unroll
-      for (int j = 0; j < octets; ++j) {  // lane (g, t): columns 8j + 2t, +1 of rows g and g + 8
-        const int jj = octets * o + j, at = (j >> 3) * 2048 + g * 128 + (((j & 7) ^ g) << 4) + 4 * t;
-        *reinterpret_cast<Pair*>(buf + at) = epilogue::pack2<TOut>(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
-        *reinterpret_cast<Pair*>(buf + at + 8 * 128) = epilogue::pack2<TOut>(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
+      for (int j = 0; j < 8; ++j) {  // lane (g, t): columns 8j + 2t, +1 of rows g and g + 8
+        const int jj = 8 * blk + j, at = g * 128 + ((j ^ g) << 4) + 4 * t;
+        *reinterpret_cast<Pair*>(out + at) = epilogue::pack2<TOut>(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
+        *reinterpret_cast<Pair*>(out + at + 8 * 128) = epilogue::pack2<TOut>(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
       }
-      cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy writes → the TMA (async proxy)
-      __syncwarp();
-      if (lane == 0) {
-        const std::int32_t coords[3] = {0, rb, cb / 64};
-        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, map, coords, buf);
-        cuda::ptx::cp_async_bulk_commit_group();
+      if (in_op == blocks - 1 || blk == band_blocks - 1) {
+        cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy writes → the TMA (async proxy)
+        __syncwarp();
+        if (lane == 0) {
+          const std::int32_t coords[3] = {0, rb, col0 / 64 + blk - in_op};
+          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, map, coords, buf);
+          cuda::ptx::cp_async_bulk_commit_group();
+        }
+        slot = slot + 1 == nbuf ? 0 : slot + 1;
       }
-      slot = slot + 1 == nbuf ? 0 : slot + 1;
     }
 }
 

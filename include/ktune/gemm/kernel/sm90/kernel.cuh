@@ -138,15 +138,15 @@ __device__ __forceinline__ void consumer_order_signal(int other_consumer) {
 // tile's k-tiles (rank r: slice r) instead of multicasting to adjacent tiles, and rank 0 adds the others'
 // accumulators from distributed shared memory; one unit per CTA (the launcher's grid is units × cluster).
 // In a launch without a cluster it changes nothing.
-// wide_ring (R > 0; cooperative, no cluster; tma_d is then D's 3-D view, make_wide_store_map): producer and
-// consumers walk only ring stages 0..R-1, and the stages after them plus the staging hold each consumer
-// warp's 4 KB store buffers (epilogue.cuh: store_tile_wide; the launcher's choice for short K).
+// wide (wide.ring = R > 0; cooperative, no cluster; tma_d is then D's 3-D view, make_wide_store_map):
+// producer and consumers walk only ring stages 0..R-1, and the stages after them plus the staging hold
+// each consumer warp's store buffers (epilogue.cuh: store_tile_wide; the launcher's choice for short K).
 template <GemmConfig C, class Epi, class Producer, Sm90Schedule Sch = Sm90Schedule{}, bool SplitK = false,
           bool ClusterK = false>
 __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, const GemmParams<typename Epi::Params>& p,
                                                       const int k_tiles, const CUtensorMap* tma_d = nullptr,
                                                       bool fragments_allowed = true, int d_store_boxes = 0,
-                                                      int wide_ring = 0) {
+                                                      Sm90WideStore wide = {}) {
   using ML = WgmmaMainloop<C>;
   constexpr bool PingPong = Sch.pingpong || C.schedule == WgSchedule::pingpong;
   static_assert(!PingPong || ML::consumers == 1, "ping-pong consumers each compute a whole tile");
@@ -208,7 +208,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       producer.prefetch();
       RingState<S> st;
       if constexpr (!PingPong)  // (ping-pong's skip keeps its compile-time modulo)
-        if (wide_ring > 0) st.stages = wide_ring;
+        if (wide.ring > 0) st.stages = wide.ring;
       for (int unit = first_unit; unit < works; unit += unit_step) {
         const TileCoord tc = tile_of(unit);  // may lie past M or N in a pair: TMA reads zeros there
         const KRange kr = k_range(unit);
@@ -263,7 +263,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     int local = 0;  // this consumer's tiles so far: tile `local` reads bias buffer local % 2
     RingState<S> st;
     if constexpr (!PingPong)
-      if (wide_ring > 0) st.stages = wide_ring;
+      if (wide.ring > 0) st.stages = wide.ring;
     int turn = 0;  // ping-pong: this CTA's tiles alternate between consumers 0 and 1
     for (int unit = first_unit; unit < works; unit += unit_step, ++turn) {
       const KRange kr = k_range(unit);
@@ -346,13 +346,15 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       if constexpr (async_capable) {
         if (async_store) {
           if constexpr (sm90_wide_store_fits<ML> && !PingPong) {
-            if (wide_ring > 0) {  // this warp's buffers in the stages after the first wide_ring ones
-              const int free_bytes = (S - wide_ring) * ML::stage_bytes + sm90_kernel_staging_bytes(C, Sch);
-              char* bufs = ring + wide_ring * ML::stage_bytes +
-                           ((threadIdx.x - 128) >> 5) * sm90_wide_warp_bytes(free_bytes, 4 * consumer_wgs);
-              const int nbuf = sm90_wide_buffers(free_bytes, 4 * consumer_wgs);
-              if (p.d_type == DType::f16) store_tile_wide<ML, __half>(tma_d, acc, bufs, nbuf, row0, col0, p.m, p.n, slot);
-              else store_tile_wide<ML, __nv_bfloat16>(tma_d, acc, bufs, nbuf, row0, col0, p.m, p.n, slot);
+            if (wide.ring > 0) {  // this warp's buffers in the stages after the first wide.ring ones
+              const int free_bytes = (S - wide.ring) * ML::stage_bytes + sm90_kernel_staging_bytes(C, Sch);
+              const int op_bytes = wide.blocks * sm90_wide_block_bytes;
+              char* bufs = ring + wide.ring * ML::stage_bytes +
+                           ((threadIdx.x - 128) >> 5) * sm90_wide_warp_bytes(free_bytes, 4 * consumer_wgs, op_bytes);
+              const int nbuf = sm90_wide_buffers(free_bytes, 4 * consumer_wgs, op_bytes);
+              if (p.d_type == DType::f16)
+                store_tile_wide<ML, __half>(tma_d, acc, bufs, nbuf, wide.blocks, row0, col0, p.m, p.n, slot);
+              else store_tile_wide<ML, __nv_bfloat16>(tma_d, acc, bufs, nbuf, wide.blocks, row0, col0, p.m, p.n, slot);
               continue;
             }
           }
@@ -385,7 +387,7 @@ template <class CfgT, class Epi>
 __global__ void __launch_bounds__(sm90_kernel_threads<CfgT>, 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
                       const GemmParams<typename Epi::Params> p, const __grid_constant__ CUtensorMap tma_d,
-                      const int d_store_boxes, const bool staged_epilogue, const int wide_ring) {
+                      const int d_store_boxes, const bool staged_epilogue, const Sm90WideStore wide) {
 #if defined(__CUDA_ARCH__)
 #if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr GemmConfig C = CfgT::value;
@@ -393,7 +395,7 @@ __global__ void __launch_bounds__(sm90_kernel_threads<CfgT>, 1)
   warp_specialized_gemm<C, Epi, GemmTmaProducer<C>, sch, true>(GemmTmaProducer<C>{&tma_a, &tma_b}, p,
                                                          (p.k + C.tile.k - 1) / C.tile.k,
                                                          d_store_boxes > 0 ? &tma_d : nullptr, !staged_epilogue,
-                                                         d_store_boxes, wide_ring);
+                                                         d_store_boxes, wide);
 #else
   __trap();  // built for a target without wgmma: the launcher never runs this image
 #endif
@@ -504,17 +506,17 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   if constexpr (sm90_async_store_fits<ML> && std::is_same_v<Epi, epilogue::Builtin>)
     if (!split) d_store_boxes = make_store_map(td, d.d_type, ops.d, d.m, d.n, d.ldd, d.epilogue);
   // Short K: the wide store from the ring stages the mainloop does not need (epilogue.cuh).
-  int wide_ring = 0;
+  Sm90WideStore wide{};
   constexpr Sm90Schedule sch = schedule_of<CfgT>();
   if constexpr (sm90_wide_store_fits<ML> && std::is_same_v<Epi, epilogue::Builtin> && !sch.pingpong &&
                 C.schedule != WgSchedule::pingpong) {
     if (d_store_boxes > 0 && cluster == 1) {
       const int k_tiles = static_cast<int>(ceil_div(d.k, std::int64_t{C.tile.k}));
-      wide_ring = sm90_wide_ring_choice(C.stages, k_tiles, ML::stage_bytes, sm90_kernel_staging_bytes(C, sch),
-                                        4 * sm90_consumer_warpgroups(C, sch));
+      wide = sm90_wide_store_choice(C.stages, k_tiles, ML::stage_bytes, sm90_kernel_staging_bytes(C, sch),
+                                    4 * sm90_consumer_warpgroups(C, sch), ML::WN);
       CUtensorMap tw{};
-      if (wide_ring > 0 && make_wide_store_map(tw, d.d_type, ops.d, d.m, d.n, d.ldd)) td = tw;
-      else wide_ring = 0;
+      if (wide.ring > 0 && make_wide_store_map(tw, d.d_type, ops.d, d.m, d.n, d.ldd, wide.blocks)) td = tw;
+      else wide = {};
     }
   }
 
@@ -527,7 +529,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
     const std::int64_t works = tiles * (split ? opt.split_k : 1);  // split-K: (tile, slice) units
     if (works > 0x7fffffff) return error(StatusCode::invalid_argument, "too many (tile, k-slice) units for one launch");
     const unsigned grid = static_cast<unsigned>(works < slots ? works : slots);
-    kernel<<<grid, threads, smem, stream>>>(ta, tb, p, td, d_store_boxes, staged, wide_ring);
+    kernel<<<grid, threads, smem, stream>>>(ta, tb, p, td, d_store_boxes, staged, wide);
     KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "sm90 GEMM kernel launch"));
     return split && !p.split_serial ? launch_sm90_splitk_reduce<Epi>(p, d, stream) : Status{};
   }
@@ -546,7 +548,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   attr.val.clusterDim.z = 1;
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
-  return cuda_status(cudaLaunchKernelEx(&cfg, kernel, ta, tb, p, td, d_store_boxes, staged, 0), "sm90 GEMM kernel launch (cluster of 2)");
+  return cuda_status(cudaLaunchKernelEx(&cfg, kernel, ta, tb, p, td, d_store_boxes, staged, Sm90WideStore{}), "sm90 GEMM kernel launch (cluster of 2)");
 }
 
 // The dispatch-table launcher: the built-in run-time epilogue.

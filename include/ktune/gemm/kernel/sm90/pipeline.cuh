@@ -18,7 +18,7 @@ template <int Stages>
 struct RingState {
   int stage = 0;
   std::uint32_t phase = 0;  // parity of the ring's current lap
-  int stages = Stages;      // slots walked: fewer where the wide store uses the rest (kernel.cuh, wide_ring)
+  int stages = Stages;      // slots walked: fewer where the wide store uses the rest (kernel.cuh: Sm90WideStore)
   __device__ __forceinline__ void advance() {
     if (++stage == stages) {
       stage = 0;
