@@ -41,6 +41,25 @@ TEST_CASE("resource model: 128x256x32 f16 4 stages, 64x64 warps") {
   CHECK(validate(c, sm90).ok());
 }
 
+TEST_CASE("resource model: MN-contiguous f16/bf16 operands with constant ldmatrix.trans offsets cost no extra registers") {
+  // 'nt' 128x256x32 with 64x64 warps: each warp's A and B fragments stay inside one 128-byte span and
+  // the swizzle repeats every k16 step, so the offsets are constants (ptxas: 231 registers on sm_90a,
+  // 228 on sm_80, like 'tn' at 230): the same estimate as 'tn', a valid instance (it was pruned at 256).
+  constexpr GemmConfig tn = cfg(MathOp::mma_bf16, {128, 256, 32}, {64, 64}, 4, 8);
+  constexpr GemmConfig nt = cfg(MathOp::mma_bf16, {128, 256, 32}, {64, 64}, 4, 8, Layout::col, Layout::row);
+  static_assert(mma_sm80_fixed_trans_offsets(nt, 128, 64) && mma_sm80_fixed_trans_offsets(nt, 256, 64));
+  CHECK(estimate_resources(nt).registers == estimate_resources(tn).registers);
+  CHECK(validate(nt, sm80).ok());
+  CHECK(validate(cfg(MathOp::mma_f16, {128, 128, 32}, {64, 64}, 4, 8, Layout::col, Layout::row), sm80).ok());
+  // A 128-wide warp span needs per-fragment offsets (fragments past one 128-byte span).
+  CHECK_FALSE(mma_sm80_fixed_trans_offsets(nt, 256, 128));
+  // tf32 reads MN-contiguous operands with scalar loads at computed offsets: 6 registers per such operand.
+  constexpr GemmConfig tf_tn = cfg(MathOp::mma_tf32, {128, 128, 32}, {32, 64}, 3, 4);
+  constexpr GemmConfig tf_nt = cfg(MathOp::mma_tf32, {128, 128, 32}, {32, 64}, 3, 4, Layout::col, Layout::row);
+  static_assert(!mma_sm80_fixed_trans_offsets(tf_nt, 128, 32));
+  CHECK(estimate_resources(tf_nt).registers == estimate_resources(tf_tn).registers + 12);
+}
+
 TEST_CASE("sm90 model: wgmma tf32 uses BK = 32 (one 128-byte row of fp32), K-major operands, 4-element TMA vectors") {
   auto wg = [](TileShape t, WarpShape w, int stages, int align, Layout la = Layout::row, Layout lb = Layout::col) {
     return GemmConfig{90, MathOp::wgmma_tf32, la, lb, t, w, stages, align};

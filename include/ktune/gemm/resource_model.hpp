@@ -92,6 +92,17 @@ constexpr int sm90_base_smem_bytes(const GemmConfig& c) {
   return smem_layout::sm90_atom_bytes + c.stages * stage_bytes(c) + sm90_staging_bytes(c) + sm90_barrier_bytes(c);
 }
 
+// Does the mma.sync mainloop read an MN-contiguous operand (stored [BK][tile_mn], swizzled) with constant
+// ldmatrix.trans offsets, one register per XOR value (MmaMainloop::fast_a / fast_b, which assert that
+// they agree)? Yes when the swizzle repeats every 16 rows (a k16 step) and the warp's 16-wide
+// fragments stay inside one 128-byte-aligned span; tf32 reads such operands without ldmatrix.
+constexpr bool mma_sm80_fixed_trans_offsets(const GemmConfig& c, int tile_mn, int warp_mn) {
+  if (c.math != MathOp::mma_f16 && c.math != MathOp::mma_bf16) return false;
+  const int es = size_of(c.operand()), row_bytes = tile_mn * es, lines = row_bytes >= 128 ? row_bytes / 128 : 1;
+  const int span = warp_mn * es, span_align = span % 128 == 0 ? 128 : span % 64 == 0 ? 64 : span % 32 == 0 ? 32 : 16;
+  return (16 * row_bytes) % (1024 * lines) == 0 && (warp_mn / 16) * 32 <= span_align;
+}
+
 constexpr GemmResources estimate_resources(const GemmConfig& c) {
   GemmResources r;
   r.threads = c.threads();
@@ -122,10 +133,15 @@ constexpr GemmResources estimate_resources(const GemmConfig& c) {
   }
   // Each global→shared vector a thread issues per stage keeps a 64-bit address live (2 registers).
   const int copies = r.threads > 0 ? (c.tile.m + c.tile.n) * c.tile.k / (c.align > 0 ? c.align : 1) / r.threads : 0;
-  // An MN-contiguous operand is read with ldmatrix.trans at addresses that change with the k-step:
-  // ~6 more live registers each (measured on sm90a: 128x256 'nt' spilled 12 B under a 244 estimate,
-  // 'tt' and 'nn' did not).
-  const int trans = uses_tensor_cores(c.math) ? 6 * (!c.a_k_contiguous() + !c.b_k_contiguous()) : 0;
+  // An MN-contiguous operand read with ldmatrix.trans at offsets computed per fragment and k-step: ~6
+  // more live registers each (sm90a, before the XOR-then-add offsets: 128x256 'nt' spilled 12 B under
+  // a 244 estimate). With fixed offsets (mma_sm80_fixed_trans_offsets) they cost nothing extra: 'nt'
+  // 128x256x32 / 128x128x32 with 64x64 warps compile to 231 / 230 registers on sm_90a, 228 / 224 on
+  // sm_80, 0 spills, like 'tn' (230).
+  const int trans = uses_tensor_cores(c.math)
+                        ? 6 * ((!c.a_k_contiguous() && !mma_sm80_fixed_trans_offsets(c, c.tile.m, c.warp.m)) +
+                               (!c.b_k_contiguous() && !mma_sm80_fixed_trans_offsets(c, c.tile.n, c.warp.n)))
+                        : 0;
   r.registers = acc + frags + 2 * copies + trans + 40;
   return r;
 }

@@ -6,6 +6,7 @@
 
 #include "ktune/gemm/config.hpp"
 #include "ktune/gemm/kernel/smem.cuh"
+#include "ktune/gemm/resource_model.hpp"
 
 namespace ktune::kernel {
 
@@ -85,6 +86,9 @@ struct MmaMainloop {
   static constexpr bool fast_mn = Tile::repeats_every(16) && Frags * 32 <= gcd128(WarpExtent * int(sizeof(T)));
   static constexpr bool fast_a = a_kc ? fast_kc<TileA> : (!tf32 && fast_mn<TileA, MI, WM>);
   static constexpr bool fast_b = b_kc ? fast_kc<TileB> : (!tf32 && fast_mn<TileB, NI / 2, WN>);
+  // The register model (resource_model.hpp) charges fragment offsets of MN-contiguous operands by the same test.
+  static_assert(a_kc || fast_a == mma_sm80_fixed_trans_offsets(C, BM, WM), "model and mainloop disagree on A's offsets");
+  static_assert(b_kc || fast_b == mma_sm80_fixed_trans_offsets(C, BN, WN), "model and mainloop disagree on B's offsets");
 
   // Offset of this lane's first A / B fragment row (full swizzle computation, done once).
   __device__ __forceinline__ static int a_lane_offset(int wm0, int lane) {
