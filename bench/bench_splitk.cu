@@ -12,6 +12,8 @@
 // --raster G runs every tactic with raster group G (tiles visited in groups of G tile rows; 1: row by row);
 // --store-ab times the top tactics again on M - 8 rows with ldd = N + 8 and N + 4 (the sm90 identity
 // store's 16-byte row-segment form against its staged form, same D buffers);
+// --sk also times the stream-K tactic (@sk) of every instance that takes it ([proposed] where
+// launch_variants would time it);
 // --benchmark_* arguments (scripts/gpu-check.sh) mean --quick (2 shapes, small-tile instances).
 #include <cuda_runtime.h>
 
@@ -41,12 +43,7 @@ struct Tactic {
   GemmLaunchOptions lo;
   bool proposed;  // one of split_k_variants()
   double ms = 0;
-  std::string name() const {
-    std::string n(e->name);
-    if (lo.split_k > 1) n += "@split" + std::to_string(lo.split_k) + (lo.split_mode == SplitKMode::serial ? "s" : "p");
-    if (lo.raster_group != GemmLaunchOptions{}.raster_group) n += "@rg" + std::to_string(lo.raster_group);
-    return n;
-  }
+  std::string name() const { return tactic_name(e->name, lo); }
 };
 
 struct Row {
@@ -64,7 +61,7 @@ int fail(const Status& s, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, sweep = false, tuned = false, store_ab = false;
+  bool quick = false, sweep = false, tuned = false, store_ab = false, streamk = false;
   int top = 5, raster = 0;
   std::string only, filter;
   for (int i = 1; i < argc; ++i) {
@@ -75,10 +72,11 @@ int main(int argc, char** argv) {
     else if (a == "--shape" && i + 1 < argc) only = argv[++i];
     else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
     else if (a == "--tuned") tuned = true;
+    else if (a == "--sk") streamk = true;
     else if (a == "--store-ab") store_ab = true;
     else if (a == "--raster" && i + 1 < argc) raster = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--quick] [--sweep] [--top N] [--shape MxNxK] [--filter A|B|...] [--tuned] [--store-ab] [--raster G]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--sweep] [--top N] [--shape MxNxK] [--filter A|B|...] [--tuned] [--store-ab] [--raster G] [--sk]\n", argv[0]);
       return 2;
     }
   }
@@ -186,8 +184,13 @@ int main(int argc, char** argv) {
             los.push_back(lo);
           }
       }
+      if (streamk && supports_stream_k(e->config)) {
+        GemmLaunchOptions lo;
+        lo.stream_k = true;
+        los.push_back(lo);
+      }
       for (auto lo : los) {
-        const bool prop = is_proposed(lo);
+        const bool prop = lo.stream_k ? stream_k_worth_timing(e->config, e->resources, d, dev) : is_proposed(lo);
         if (raster > 0) lo.raster_group = raster;
         tactics.push_back({e, lo, prop});
       }

@@ -38,6 +38,10 @@ struct GemmLaunchOptions {
   // workspace_size function support only 1. The epilogue is applied once, to the whole sum.
   int split_k = 1;
   SplitKMode split_mode = SplitKMode::serial;
+  // sm90 (wgmma) instances: stream-K tile scheduling (gemm/split_k.hpp, kernel/schedule.cuh): whole
+  // waves of tiles data-parallel, the k-iterations of the rest spread evenly over the resident CTAs,
+  // split tiles summed in a fixed order through the workspace. Excludes split_k > 1 and cluster = 2.
+  bool stream_k = false;
 };
 
 // Largest split count accepted (more slices than this never pays: each adds an fp32 tile of traffic).
@@ -89,6 +93,8 @@ inline Status check_launch_option_ranges(const GemmLaunchOptions& o) {
   if (o.max_ctas < 0)
     return error(StatusCode::invalid_argument, "max_ctas must not be negative (0: as many as are resident), got " +
                                                    std::to_string(o.max_ctas));
+  if (o.stream_k && o.split_k > 1)
+    return error(StatusCode::invalid_argument, "stream_k and split_k > 1 exclude each other (split_k=" + std::to_string(o.split_k) + ")");
   return {};
 }
 
@@ -98,6 +104,10 @@ inline Status check_launch_options(const GemmKernelEntry& e, const GemmLaunchOpt
   if (o.split_k > 1 && (e.workspace_size == nullptr || is_route(e)))  // a route's workspace holds its copies
     return error(StatusCode::unsupported, "instance " + std::string(e.name) + " does not support split-K (split_k=" +
                                               std::to_string(o.split_k) + ")");
+  // (supports_stream_k, gemm/split_k.hpp: sm90 wgmma instances with warpgroup tiles up to 64x128.)
+  if (o.stream_k && (!is_wgmma(e.config.math) || e.config.warp.m * e.config.warp.n > 64 * 128 || e.workspace_size == nullptr || is_route(e)))
+    return error(StatusCode::unsupported, "instance " + std::string(e.name) +
+                                              " does not support stream-K (sm90 wgmma instances with warpgroup tiles up to 64x128)");
   return {};
 }
 

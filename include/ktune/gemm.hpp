@@ -86,7 +86,7 @@ inline Status select_gemm(const GemmDesc& desc, const GemmOperands& ops, const G
 // Workspace bytes that gemm(desc, ops, stream, opt) may need, for callers who pass their own
 // (GemmOperands::workspace). With opt.instance: exactly that instance's need with opt.launch. Otherwise
 // an upper bound over every registered instance whose math and layout fit the problem, with opt.launch
-// and with each launch variant the tuner may time (split_k_variants on the current device).
+// and with each launch variant the tuner may time (launch_variants on the current device: split-K, stream-K).
 inline std::size_t gemm_workspace_size(const GemmDesc& desc, const GemmOptions& opt = {}) {
   const GemmDesc d = resolved(desc);
   const GemmTable& table = gemm_table();
@@ -105,7 +105,7 @@ inline std::size_t gemm_workspace_size(const GemmDesc& desc, const GemmOptions& 
       continue;
     most = std::max(most, workspace_bytes_for(e, d, opt.launch));
     if (have_dev)
-      for (const GemmLaunchOptions& v : split_k_variants(e, d, dev)) most = std::max(most, workspace_bytes_for(e, d, v));
+      for (const GemmLaunchOptions& v : launch_variants(e, d, dev)) most = std::max(most, workspace_bytes_for(e, d, v));
   }
   return most;
 }

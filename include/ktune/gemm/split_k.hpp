@@ -17,6 +17,7 @@
 
 #include "ktune/arch.hpp"
 #include "ktune/dispatch.hpp"
+#include "ktune/gemm/kernel/schedule.cuh"
 
 namespace ktune {
 
@@ -87,6 +88,14 @@ inline SplitKLayout split_k_layout(const GemmConfig& c, const GemmDesc& d, const
 constexpr std::int64_t split_k_first_tile(std::int64_t k_tiles, int splits, int s) { return k_tiles * s / splits; }
 
 namespace detail {
+// Blocks of an instance with resources r resident at once on dev (registers, shared memory, threads).
+inline double resident_slots(const GemmResources& r, const DeviceInfo& dev) {
+  const ArchTraits* arch = arch_for_cc(dev.cc);
+  const int regs = arch ? arch->regs_per_sm : 65536, smem = arch ? arch->smem_per_sm_bytes : dev.smem_optin_bytes;
+  const int per_sm = std::max(1, std::min({regs / std::max(1, r.registers * r.threads),
+                                           smem / std::max(1, r.smem_bytes + 1024), 2048 / std::max(1, r.threads)}));
+  return double(std::max(1, dev.sm_count)) * per_sm;
+}
 // Estimated time of a split count (arbitrary units): waves of (tiles × splits) blocks, each running
 // its share of the k-tiles plus a fixed cost for storing and re-reading an fp32 partial tile.
 inline double split_k_estimate(std::int64_t tiles, std::int64_t k_tiles, int splits, double slots) {
@@ -110,11 +119,7 @@ inline std::vector<GemmLaunchOptions> split_k_variants(const GemmConfig& c, cons
   const GemmDesc d = resolved(desc);
   const std::int64_t tiles = ((d.m + c.tile.m - 1) / c.tile.m) * ((d.n + c.tile.n - 1) / c.tile.n);
   const std::int64_t k_tiles = (d.k + c.tile.k - 1) / c.tile.k;
-  const ArchTraits* arch = arch_for_cc(dev.cc);
-  const int regs = arch ? arch->regs_per_sm : 65536, smem = arch ? arch->smem_per_sm_bytes : dev.smem_optin_bytes;
-  const int per_sm = std::max(1, std::min({regs / std::max(1, r.registers * r.threads),
-                                           smem / std::max(1, r.smem_bytes + 1024), 2048 / std::max(1, r.threads)}));
-  const double slots = double(std::max(1, dev.sm_count)) * per_sm;
+  const double slots = detail::resident_slots(r, dev);
   if (double(tiles) >= 0.75 * slots || k_tiles < 4) return out;
   const int max_s = static_cast<int>(std::min<std::int64_t>(max_split_k, k_tiles / 2));
   int best = 1;
@@ -146,6 +151,91 @@ inline std::vector<GemmLaunchOptions> split_k_variants(const GemmKernelEntry& e,
                                                        const DeviceInfo& dev) {
   if (e.workspace_size == nullptr || is_route(e)) return std::vector<GemmLaunchOptions>(1);  // routes need workspace for copies
   return split_k_variants(e.config, e.resources, desc, dev);
+}
+
+// ---- Stream-K (GemmLaunchOptions::stream_k, sm90 wgmma instances; kernel/schedule.cuh) -------------
+// Where tiles % CTAs leaves the last wave partial, the CTAs share the k-iterations of the last tiles
+// evenly instead. With at least one full wave, the stream-K region is the partial wave plus one full
+// wave (tiles % ctas + ctas tiles: every CTA gets more than one tile of iterations, so a tile has at
+// most two pieces and no CTA's range is a sliver of one tile); with fewer tiles than CTAs, every tile is
+// stream-K over at most tiles·k_tiles / stream_k_min_iters CTAs (but at least one CTA per tile).
+inline constexpr int stream_k_min_iters = 4;
+
+// Instances whose kernel takes stream_k: sm90 wgmma instances with consumer warpgroup tiles up to 64x128
+// (64 accumulator registers; sm90_wgmma_f16_small: 128x128 and 64x128 tiles). With 128 accumulators
+// (64x256, 128x128 warpgroup tiles) the piece's role held across the mainloop and the fixup's branch
+// made ptxas spill 2 registers (68-76 bytes of spill stores per kernel, session 6), as serial split-K
+// did (supports_serial_split_k): compiled out there, and the launcher refuses it.
+constexpr bool supports_stream_k(const GemmConfig& c) { return is_wgmma(c.math) && c.warp.m * c.warp.n <= 64 * 128; }
+
+// The schedule of tiles × k_tiles over at most `slots` resident CTAs; false (out untouched) when the
+// problem does not fit its 32-bit arithmetic or there is nothing to run.
+constexpr bool plan_stream_k(std::int64_t tiles, std::int64_t k_tiles, std::int64_t slots, kernel::StreamKSchedule& out) {
+  if (tiles <= 0 || k_tiles <= 0 || slots <= 0) return false;
+  slots = std::min<std::int64_t>(slots, kernel::stream_k_max_ctas);
+  kernel::StreamKSchedule s;
+  s.k_tiles = static_cast<int>(std::min<std::int64_t>(k_tiles, 0x7fffffff));
+  const std::int64_t full = tiles / slots, rem = tiles % slots;
+  std::int64_t sk_tiles = 0, ctas = slots;
+  if (rem == 0) {
+    sk_tiles = 0;  // whole waves: data-parallel only
+  } else if (full >= 1) {
+    sk_tiles = rem + slots;
+  } else {
+    sk_tiles = tiles;
+    ctas = std::max(tiles, std::min(slots, tiles * k_tiles / stream_k_min_iters));
+  }
+  const std::int64_t dp = tiles - sk_tiles, iters = sk_tiles * k_tiles;
+  if (k_tiles > 0x7fffffff || dp + iters > 0x7fffffff) return false;
+  s.dp_tiles = static_cast<int>(dp);
+  s.ctas = static_cast<int>(ctas);
+  s.q = static_cast<int>(iters / ctas);
+  s.r = static_cast<int>(iters % ctas);
+  out = s;
+  return true;
+}
+
+// Warpgroup sub-tiles of one output tile (each consumer warpgroup finishes its own; ping-pong: 1).
+constexpr int stream_k_subtiles(const GemmConfig& c) { return (c.tile.m / c.warp.m) * (c.tile.n / c.warp.n); }
+
+// Workspace of a stream-K launch over `ctas` CTAs: one flag per (CTA, warpgroup sub-tile) (used only
+// when ktune's per-stream counters cannot be had; zeroed in stream then), padded to 256 bytes, then one
+// fp32 partial per (CTA, sub-tile) (a CTA leaves at most one piece for another CTA to add), WM×WN floats
+// each with rows warp.n apart.
+constexpr SplitKLayout stream_k_layout(const GemmConfig& c, std::int64_t ctas) {
+  SplitKLayout l;
+  if (ctas <= 0) return l;
+  l.semaphore_bytes = static_cast<std::size_t>((ctas * stream_k_subtiles(c) * 4 + 255) / 256 * 256);
+  l.partials_offset = l.semaphore_bytes;
+  l.partial_ld = c.warp.n;
+  l.total_bytes = l.partials_offset + static_cast<std::size_t>(ctas) * c.tile.m * c.tile.n * sizeof(float);
+  return l;
+}
+
+// The CTAs a stream-K launch of instance (c, r) runs on dev; 0 if it cannot run (plan_stream_k).
+// max_ctas (GemmLaunchOptions) lowers it; more than are resident is refused by the launcher (a CTA
+// waits for the pieces of CTAs after it: all must be resident at once).
+inline int stream_k_ctas(const GemmConfig& c, const GemmResources& r, const GemmDesc& desc, const DeviceInfo& dev, int max_ctas) {
+  const GemmDesc d = resolved(desc);
+  const std::int64_t tiles = ((d.m + c.tile.m - 1) / c.tile.m) * ((d.n + c.tile.n - 1) / c.tile.n);
+  const std::int64_t k_tiles = (d.k + c.tile.k - 1) / c.tile.k;
+  std::int64_t slots = static_cast<std::int64_t>(detail::resident_slots(r, dev));
+  if (max_ctas > 0) slots = std::min<std::int64_t>(slots, max_ctas);
+  kernel::StreamKSchedule s;
+  return plan_stream_k(tiles, k_tiles, slots, s) ? s.ctas : 0;
+}
+
+// Is stream-K worth timing for this instance and problem? Where the tiles leave the last wave of
+// resident CTAs partly idle (more than 1% of the CTA-waves) and a tile has at least 2 k-tiles to share.
+inline bool stream_k_worth_timing(const GemmConfig& c, const GemmResources& r, const GemmDesc& desc, const DeviceInfo& dev) {
+  if (!supports_stream_k(c) || dev.cc != 90) return false;
+  const GemmDesc d = resolved(desc);
+  const std::int64_t tiles = ((d.m + c.tile.m - 1) / c.tile.m) * ((d.n + c.tile.n - 1) / c.tile.n);
+  const std::int64_t k_tiles = (d.k + c.tile.k - 1) / c.tile.k;
+  const double slots = detail::resident_slots(r, dev);
+  if (k_tiles < 2 || tiles <= 0) return false;
+  const double waves = std::ceil(double(tiles) / slots);
+  return (waves * slots - double(tiles)) / (waves * slots) > 0.01 && waves <= 16;
 }
 
 }  // namespace ktune

@@ -9,6 +9,7 @@
 //   ktune_gemm_sm80_f16_tn_128x128x32_w64x64_s4_a8@split4s       split-K 4, serial (in-kernel) reduction
 //   ktune_gemm_sm80_f16_tn_128x128x32_w64x64_s4_a8@split8p       split-K 8, parallel (second kernel)
 //   ktune_gemm_sm90_wgmma_bf16_tn_128x256x64_..._a8@cl2          cluster of 2 CTAs (TMA multicast)
+//   ktune_gemm_sm90_wgmma_bf16_tn_128x256x64_..._a8@sk           stream-K tile schedule
 //   ...@rg16 / ...@ctas66                                        raster group 16 / at most 66 CTAs
 //
 // launch_variants() says which options are worth timing for an instance on a problem (default options
@@ -45,7 +46,7 @@ struct GemmTactic {
 // Do two option sets launch the same way? (The split mode only matters when K is split.)
 inline bool same_launch(const GemmLaunchOptions& a, const GemmLaunchOptions& b) {
   return a.raster_group == b.raster_group && a.cluster == b.cluster && a.max_ctas == b.max_ctas &&
-         a.split_k == b.split_k && (a.split_k <= 1 || a.split_mode == b.split_mode);
+         a.split_k == b.split_k && (a.split_k <= 1 || a.split_mode == b.split_mode) && a.stream_k == b.stream_k;
 }
 inline bool is_default_launch(const GemmLaunchOptions& o) { return same_launch(o, GemmLaunchOptions{}); }
 
@@ -62,6 +63,10 @@ inline std::string launch_suffix(const GemmLaunchOptions& o) {
     s += tail;
   };
   if (o.split_k != def.split_k) add("split", o.split_k, o.split_mode == SplitKMode::parallel ? "p" : "s");
+  if (o.stream_k) {
+    if (!s.empty()) s += tactic_separator;
+    s += "sk";
+  }
   if (o.cluster != def.cluster) add("cl", o.cluster);
   if (o.raster_group != def.raster_group) add("rg", o.raster_group);
   if (o.max_ctas != def.max_ctas) add("ctas", o.max_ctas);
@@ -109,7 +114,9 @@ inline bool parse_launch_suffix(std::string_view s, GemmLaunchOptions& out, std:
     auto number = [&](std::string_view prefix, std::string_view& tail, int& v) { return launch_knob_number(knob, prefix, tail, v); };
     std::string_view tail;
     int v = 0;
-    if (number("split", tail, v) && v >= 2 && v <= max_split_k && (tail == "s" || tail == "p")) {
+    if (knob == "sk") {
+      o.stream_k = true;
+    } else if (number("split", tail, v) && v >= 2 && v <= max_split_k && (tail == "s" || tail == "p")) {
       o.split_k = v;
       o.split_mode = tail == "p" ? SplitKMode::parallel : SplitKMode::serial;
     } else if (number("cl", tail, v) && tail.empty() && v >= 1 && v <= 2) {
@@ -119,9 +126,13 @@ inline bool parse_launch_suffix(std::string_view s, GemmLaunchOptions& out, std:
     } else if (number("ctas", tail, v) && tail.empty() && v >= 1) {
       o.max_ctas = v;
     } else {
-      why = "unknown launch option '" + std::string(knob) + "' (split<N>s|p, cl<N>, rg<N>, ctas<N>)";
+      why = "unknown launch option '" + std::string(knob) + "' (split<N>s|p, sk, cl<N>, rg<N>, ctas<N>)";
       return false;
     }
+  }
+  if (o.stream_k && o.split_k > 1) {
+    why = "launch options '" + std::string(s) + "': stream-K (sk) and split-K exclude each other";
+    return false;
   }
   if (launch_suffix(o) != s) {
     why = "launch options '" + std::string(s) + "' are not in canonical form (expected '" + launch_suffix(o) + "')";
@@ -151,6 +162,14 @@ inline std::vector<GemmLaunchOptions> launch_variants(const GemmKernelEntry& e, 
   std::vector<GemmLaunchOptions> v{GemmLaunchOptions{}};
 #if KTUNE_TACTICS_HAVE_SPLIT_K_VARIANTS
   for (const GemmLaunchOptions& o : split_k_variants(e, d, dev)) detail::add_variant(v, o);
+#endif
+#if KTUNE_TACTICS_HAVE_SPLIT_K_VARIANTS
+  // sm90: stream-K where the last wave of tiles leaves CTAs idle.
+  if (e.workspace_size != nullptr && !is_route(e) && stream_k_worth_timing(e.config, e.resources, d, dev)) {
+    GemmLaunchOptions o;
+    o.stream_k = true;
+    detail::add_variant(v, o);
+  }
 #endif
   std::int64_t tiles_m = 0;
   const std::int64_t tiles = detail::tiles_of(e.config, d, &tiles_m);
@@ -193,6 +212,16 @@ inline double tactic_cost_factor(const GemmKernelEntry& e, const GemmLaunchOptio
     const double split = std::ceil(tiles * s / slots) * (std::ceil(k_steps / s) + partial_steps) +
                          (o.split_mode == SplitKMode::parallel ? 1.0 : 0.0);
     f = split / std::max(1.0, unsplit);
+  }
+  if (o.stream_k) {  // the same k-steps spread over every slot, plus about one partial tile stored and added per CTA
+    const GemmConfig& c = e.config;
+    const double slots = double(std::max(1, dev.sm_count)) * blocks_per_sm(e.resources, dev);
+    const double tiles = double(detail::tiles_of(c, d));
+    const double k_steps = std::ceil(double(d.k) / c.tile.k);
+    const double partial_steps = 2.0 * c.tile.m * c.tile.n * 4.0 / (double(c.tile.m + c.tile.n) * c.tile.k * size_of(c.operand()));
+    const double unsplit = std::ceil(tiles / slots) * k_steps;
+    const double streamed = std::ceil(tiles * k_steps / slots) + (std::fmod(tiles, slots) != 0.0 ? partial_steps : 0.0);
+    f *= streamed / std::max(1.0, unsplit);
   }
   if (o.cluster != GemmLaunchOptions{}.cluster) f *= 1.001;
   if (o.raster_group != GemmLaunchOptions{}.raster_group) f *= 1.002;

@@ -389,6 +389,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   if (opt.split_k < 1 || opt.split_k > max_split_k || (opt.split_mode != SplitKMode::serial && opt.split_mode != SplitKMode::parallel))
     return error(StatusCode::invalid_argument, "split_k must be in [1, " + std::to_string(max_split_k) +
                                                    "] with a known split_mode, got " + std::to_string(opt.split_k));
+  if (opt.stream_k) return error(StatusCode::unsupported, "stream-K runs on sm90 wgmma instances only");
   if (opt.split_k > 1 && !supports_split_k(C))
     return error(StatusCode::unsupported, "this instance does not support split-K (split_k=" + std::to_string(opt.split_k) + ")");
   if (opt.split_k > 1) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "ktune/gemm/kernel/schedule.cuh"
 #include "ktune/types.hpp"
 
 namespace ktune::kernel {
@@ -30,6 +31,10 @@ struct GemmParams {
   float* partials;
   std::int64_t partial_ld, partial_slice;
   int* semaphores;
+  // Stream-K (sm90; schedule.cuh): the work walk, and where split tiles' pieces go: partials holds one
+  // fp32 warpgroup sub-tile per (CTA, sub-tile) (rows partial_ld apart), semaphores one flag each.
+  bool stream_k = false;
+  StreamKSchedule sk{};
 };
 
 template <DType T> struct element;

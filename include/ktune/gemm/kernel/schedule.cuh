@@ -46,4 +46,49 @@ KTUNE_SCHEDULE_FN KRange k_slice(int k_tiles, int slice, int splits) {
   return {first, end - first};
 }
 
+// ---- Stream-K (GemmLaunchOptions::stream_k; the sm90 persistent kernel) ------------------------------
+// A data-parallel + stream-K hybrid over `ctas` resident CTAs: the first dp_tiles tiles (in raster
+// order) are whole-tile work, CTA b taking b, b + ctas, ...; the k-iterations of the remaining tiles
+// (tile-major: iteration i is k-tile i % k_tiles of stream-K tile i / k_tiles) are cut into `ctas`
+// contiguous ranges as even as possible, [begin(b), begin(b + 1)), which may span tile boundaries.
+// A CTA walks its data-parallel tiles, then the segments of its range (one per tile it touches). So
+// only a CTA's first segment can start inside a tile ("a non-first piece": stored as an fp32 partial
+// and flagged), and a tile's first piece belongs to the CTA whose range covers its k-tile 0, which
+// computes it as its last segment and then adds the tile's other pieces (CTAs b + 1, b + 2, ..., in
+// k order: a fixed order, so the results are bit-identical run to run) and applies the epilogue.
+// Work index w: w < dp_tiles is a data-parallel tile; w >= dp_tiles the segment that starts at
+// stream-K iteration w - dp_tiles. All values fit in 32 bits (the planner, gemm/split_k.hpp, refuses
+// dp_tiles + stream-K iterations >= 2^31 and keeps ctas <= stream_k_max_ctas).
+struct StreamKSchedule {
+  int dp_tiles = 0;  // tiles [0, dp_tiles): data-parallel
+  int k_tiles = 1;   // k-iterations per tile
+  int ctas = 1;      // the grid; every CTA has a non-empty range unless no tile is left to stream-K
+  int q = 0, r = 0;  // stream-K iterations = q·ctas + r
+};
+inline constexpr int stream_k_max_ctas = 32768;  // r·b < ctas² ≤ 2^30
+
+// First stream-K iteration of CTA b (0 ≤ b ≤ ctas): q·b + ⌊r·b / ctas⌋ = ⌊(q·ctas + r)·b / ctas⌋.
+KTUNE_SCHEDULE_FN int stream_k_begin(const StreamKSchedule& s, int b) { return s.q * b + s.r * b / s.ctas; }
+KTUNE_SCHEDULE_FN int stream_k_first(const StreamKSchedule& s, int b) {
+  return b < s.dp_tiles ? b : s.dp_tiles + stream_k_begin(s, b);
+}
+// Is w (reached from stream_k_first by stream_k_next) still CTA b's work?
+KTUNE_SCHEDULE_FN bool stream_k_more(const StreamKSchedule& s, int b, int w) {
+  return w < s.dp_tiles || w - s.dp_tiles < stream_k_begin(s, b + 1);
+}
+KTUNE_SCHEDULE_FN int stream_k_next(const StreamKSchedule& s, int b, int w) {
+  if (w < s.dp_tiles) return w + s.ctas < s.dp_tiles ? w + s.ctas : s.dp_tiles + stream_k_begin(s, b);
+  return w + (s.k_tiles - (w - s.dp_tiles) % s.k_tiles);  // the next tile boundary (stream_k_more ends the walk)
+}
+// Tile index (raster order) and k-tiles of work w of CTA b.
+KTUNE_SCHEDULE_FN int stream_k_tile(const StreamKSchedule& s, int w) {
+  return w < s.dp_tiles ? w : s.dp_tiles + (w - s.dp_tiles) / s.k_tiles;
+}
+KTUNE_SCHEDULE_FN KRange stream_k_range(const StreamKSchedule& s, int b, int w) {
+  if (w < s.dp_tiles) return {0, s.k_tiles};
+  const int it = w - s.dp_tiles, first = it % s.k_tiles, end = stream_k_begin(s, b + 1);
+  const int left = s.k_tiles - first;
+  return {first, end - it < left ? end - it : left};
+}
+
 }  // namespace ktune::kernel

@@ -188,14 +188,23 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   const int works = split ? units * p.split_k : units;
   const int first_unit = static_cast<int>(blockIdx.x) / cl, unit_step = static_cast<int>(gridDim.x) / cl;
   const bool cluster_k = ClusterK && cluster > 1;
+  // Stream-K (split_k.cuh, schedule.cuh): CTA b walks its data-parallel tiles, then its k-iteration
+  // range's segments; first_work/more_work/next_work are the walk for every mode.
+  // (The GEMM's own kernel only, instances with warpgroup tiles up to 64x128: compiled out elsewhere.)
+  const bool streamk = SplitK && supports_stream_k(C) && std::is_same_v<Producer, GemmTmaProducer<C>> && p.stream_k;
+  const int cta = static_cast<int>(blockIdx.x);
+  auto first_work = [&] { return streamk ? stream_k_first(p.sk, cta) : first_unit; };
+  auto more_work = [&](int w) { return streamk ? stream_k_more(p.sk, cta, w) : w < works; };
+  auto next_work = [&](int w) { return streamk ? stream_k_next(p.sk, cta, w) : w + unit_step; };
   auto k_range = [&](int w) {
     return split       ? sm90_k_slice(k_tiles, w % p.split_k, p.split_k)
+           : streamk   ? stream_k_range(p.sk, cta, w)
            : cluster_k ? sm90_k_slice(k_tiles, static_cast<int>(rank), cl)
                        : KRange{0, k_tiles};
   };
   const int tile_rank = cluster_k ? 0 : static_cast<int>(rank);  // this CTA's tile of its unit
   auto tile_of = [&](int w) {
-    const int unit = split ? w / p.split_k : w;
+    const int unit = split ? w / p.split_k : streamk ? stream_k_tile(p.sk, w) : w;
     const TileCoord u = grouped_raster(unit, units_m, units_n, p.raster_group);
     return ML::pair_m ? TileCoord{u.m * tl + tile_rank, u.n} : TileCoord{u.m, u.n * tl + tile_rank};
   };
@@ -209,7 +218,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       RingState<S> st;
       if constexpr (!PingPong)  // (ping-pong's skip keeps its compile-time modulo)
         if (wide.ring > 0) st.stages = wide.ring;
-      for (int unit = first_unit; unit < works; unit += unit_step) {
+      for (int unit = first_work(); more_work(unit); unit = next_work(unit)) {
         const TileCoord tc = tile_of(unit);  // may lie past M or N in a pair: TMA reads zeros there
         const KRange kr = k_range(unit);
         for (int kt = kr.first; kt < kr.first + kr.count; ++kt) {
@@ -234,7 +243,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     bool fragments = false;
     constexpr bool bias_buffers = sm90_kernel_bias_bytes(C, Sch) > 0;
     if constexpr (std::is_same_v<Epi, epilogue::Builtin>)
-      fragments = fragments_allowed && !split && !identity && fragment_epilogue(p.ep, p.d_vec4) && (bias_buffers || p.ep.bias == nullptr) &&
+      fragments = fragments_allowed && !split && !streamk && !identity && fragment_epilogue(p.ep, p.d_vec4) && (bias_buffers || p.ep.bias == nullptr) &&
                   (!ClusterK || rank == 0u);  // cluster split-K: only rank 0 stores (and prefetches bias)
     const bool bias_ahead = fragments && p.ep.bias != nullptr;
     // 16-bit D leaves through the asynchronous TMA store (epilogue.cuh) when the launcher made D's tensor
@@ -257,23 +266,26 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       bias_prefetch<ML::WN>(p.ep.bias, size_of(p.d_type), col0, p.n, bias_buffer(b), static_cast<int>(threadIdx.x & 127));
     };
     if constexpr (std::is_same_v<Epi, epilogue::Builtin>) {
-      const int mine = first_unit + (PingPong ? cw * unit_step : 0);
-      if (bias_ahead && mine < works) prefetch_bias(col0_of(mine), 0);
+      const int mine = PingPong && cw == 1 ? next_work(first_work()) : first_work();
+      if (bias_ahead && more_work(mine)) prefetch_bias(col0_of(mine), 0);
     }
     int local = 0;  // this consumer's tiles so far: tile `local` reads bias buffer local % 2
     RingState<S> st;
     if constexpr (!PingPong)
       if (wide.ring > 0) st.stages = wide.ring;
     int turn = 0;  // ping-pong: this CTA's tiles alternate between consumers 0 and 1
-    for (int unit = first_unit; unit < works; unit += unit_step, ++turn) {
+    for (int unit = first_work(); more_work(unit); unit = next_work(unit), ++turn) {
       const KRange kr = k_range(unit);
+      // Stream-K: a piece of a tile cut between CTAs (decided here: two predicates, no register held
+      // across the mainloop): a later piece goes to the workspace, the first adds the later ones.
+      const bool sk_later = streamk && kr.first > 0, sk_first = streamk && kr.first == 0 && kr.count < k_tiles;
       if constexpr (PingPong) {
         if ((turn & 1) != cw) {  // the other consumer's tile
           st.skip(kr.count);
           continue;
         }
         if (turn > 0) consumer_order_wait(cw);  // the other consumer has waited for all of tile turn-1
-        if (kr.count == 0 && unit + unit_step < works) consumer_order_signal(1 - cw);  // an empty slice
+        if (kr.count == 0 && more_work(next_work(unit))) consumer_order_signal(1 - cw);  // an empty slice
       }
       // Per tile: not live across tiles (the wgmma asm reads and writes them), so not across the
       // split-K finish either.
@@ -282,13 +294,13 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       const int row0 = tc.m * C.tile.m + ML::wg_row0(sub) + 16 * warp_in_wg;
       const int col0 = tc.n * C.tile.n + ML::wg_col0(sub);
       const int buffer = local++ & 1;
-      const int next = unit + (PingPong ? 2 : 1) * unit_step;  // this consumer's next tile
-      const int next_col0 = bias_ahead && next < works ? col0_of(next) : -1;
+      const int next = PingPong ? next_work(next_work(unit)) : next_work(unit);  // this consumer's next tile
+      const int next_col0 = bias_ahead && more_work(next) ? col0_of(next) : -1;
       int previous = 0;
       for (int kt = 0; kt < kr.count; ++kt) {
         pipe.wait_full(st);
         if constexpr (PingPong)
-          if (kt == kr.count - 1 && unit + unit_step < works) consumer_order_signal(1 - cw);
+          if (kt == kr.count - 1 && more_work(next_work(unit))) consumer_order_signal(1 - cw);
         ML::mma(acc, d0, st.stage, kt > 0);
         wgmma_wait<1>();  // the previous k-tile's wgmmas are done: its slot may be refilled
         if (kt > 0 && lane == 0) pipe.release(previous, mcast);
@@ -334,6 +346,8 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
               continue;
             load_partial_fragments<ML>(acc, p.partials, p.partial_ld, row0, col0, p.m, p.n);
           }
+        } else if (streamk) {  // a tile cut between CTAs: its later pieces go to the workspace, its first adds them
+          if ((sk_later || sk_first) && !stream_k_fixup<ML>(acc, p, unit, sk_later, row0 - 16 * warp_in_wg, col0, sub, cw)) continue;
         }
       }
 
@@ -483,7 +497,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   if (tiles > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
   const std::int64_t pair_dim = ML::pair_m ? tiles_m : tiles_n;
   int cluster = opt.cluster == 2 ? 2 : 1;
-  if (pair_clusters < 1 || split) cluster = 1;
+  if (pair_clusters < 1 || split || opt.stream_k) cluster = 1;  // (set_sm90_stream_k refuses cluster = 2)
 
   CUtensorMap ta, tb;
   const DType t = C.operand();
@@ -500,6 +514,11 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
 
   GemmParams<typename Epi::Params> p = make_gemm_params(d, ops, opt, ep);
   if (split) KTUNE_RETURN_IF_ERROR(set_sm90_split_k(p, C, d, ops, opt, stream));
+  if (opt.stream_k) {  // over the resident CTAs (the model's count, or the occupancy API's where lower)
+    const std::int64_t model = static_cast<std::int64_t>(detail::resident_slots(estimate_resources(C), dev));
+    const std::int64_t sms = dev.sm_count > 0 ? dev.sm_count : 1;
+    KTUNE_RETURN_IF_ERROR(set_sm90_stream_k(p, C, d, ops, opt, std::min(model, sms * per_sm_blocks), stream));
+  }
   // D through the asynchronous TMA store where D and the epilogue allow it (epilogue.cuh: make_store_map).
   CUtensorMap td{};
   int d_store_boxes = 0;  // > 0: the kernel stores D through the TMA (td)
@@ -528,7 +547,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
     const std::int64_t slots = opt.max_ctas > 0 ? opt.max_ctas : sms * per_sm_blocks;
     const std::int64_t works = tiles * (split ? opt.split_k : 1);  // split-K: (tile, slice) units
     if (works > 0x7fffffff) return error(StatusCode::invalid_argument, "too many (tile, k-slice) units for one launch");
-    const unsigned grid = static_cast<unsigned>(works < slots ? works : slots);
+    const unsigned grid = opt.stream_k ? static_cast<unsigned>(p.sk.ctas) : static_cast<unsigned>(works < slots ? works : slots);
     kernel<<<grid, threads, smem, stream>>>(ta, tb, p, td, d_store_boxes, staged, wide);
     KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "sm90 GEMM kernel launch"));
     return split && !p.split_serial ? launch_sm90_splitk_reduce<Epi>(p, d, stream) : Status{};

@@ -16,7 +16,17 @@
 //             other consumer run on): named barrier 5 + consumer.
 //             Counters: split_k_counters_per_tile per WM×WN sub-tile of D, so the workspace layout is
 //             split_k_layout with the warpgroup tile (sm90_split_k_layout).
+//
+// Stream-K (GemmLaunchOptions::stream_k; the walk is schedule.cuh's): a tile cut between CTAs is finished
+// by the CTA that computed its first k-tiles (as its last segment); each other piece (always its CTA's
+// first stream-K segment, so one per CTA) goes to that CTA's slot of the workspace as fp32 partials
+// (store_partial) and a flag per (CTA, warpgroup sub-tile) says it is there. The finishing warpgroup
+// waits for the flags of CTAs b + 1, b + 2, ... in turn, adds their partials to its accumulators in that
+// (k) order, resets the flags and goes on to the kernel's usual epilogue. The wait cannot deadlock: the
+// awaited pieces are first segments, computed without waiting, and all CTAs are resident (the launcher
+// runs at most the resident CTAs).
 #pragma once
+#include <cuda/atomic>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -199,6 +209,69 @@ __device__ __forceinline__ void load_partial_fragments(typename ML::Accumulators
       }
     }
 }
+
+// stream_k_fixup's sum: acc += this warp's pairs of a partial written by store_partial (inside D only).
+template <class ML>
+__device__ __forceinline__ void add_partial_fragments(typename ML::Accumulators& acc, const float* src, std::int64_t ld,
+                                                      int row0, int col0, int m, int n) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int mi = 0; mi < ML::MI; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + 64 * mi + g + 8 * h;
+      const float* r = src + static_cast<std::int64_t>(row < m ? row : 0) * ld + col0 + 2 * t;
+      const int cols = row < m ? n - col0 - 2 * t : 0;
+#pragma unroll
+      for (int j = 0; j < ML::WN / 8; ++j) {
+        if (8 * j < cols) {
+          const float2 v = __ldcg(reinterpret_cast<const float2*>(r + 8 * j));
+          acc[mi][4 * j + 2 * h] += v.x;
+          acc[mi][4 * j + 2 * h + 1] += v.y;
+        }
+      }
+    }
+}
+
+// After consumer warpgroup `consumer` computed work w of a stream-K launch, a piece of a tile cut between
+// CTAs (later: it does not start at k-tile 0; else it is the first piece), on its sub-tile `sub` at
+// (sub_row0, col0) of D: true when its accumulators hold the tile's whole sum (the first piece with the
+// later ones added), false when the piece went to the workspace (the tile is finished elsewhere).
+// Warpgroup-uniform; named barrier 5 + consumer.
+template <class ML, class EpiParams>
+__device__ __forceinline__ bool stream_k_fixup(typename ML::Accumulators& acc, const GemmParams<EpiParams>& p, int w, bool later,
+                                               int sub_row0, int col0, int sub, int consumer) {
+  constexpr int sub_floats = ML::WM * ML::WN;
+  const int b = static_cast<int>(blockIdx.x), warp_row = 16 * ((threadIdx.x >> 5) & 3);
+  const int m = p.m - sub_row0, n = p.n - col0;  // D's extent from the sub-tile's corner (may be <= 0)
+  if (later) {  // a later piece: to this CTA's slot, then its flag
+    store_partial<ML>(acc, p.partials + static_cast<std::int64_t>(b * ML::consumers + sub) * sub_floats, ML::WN, warp_row, 0, m, n);
+    __threadfence();
+    split_bar_sync(consumer);
+    if ((threadIdx.x & 127) == 0)
+      cuda::atomic_ref<int, cuda::thread_scope_device>(p.semaphores[b * ML::consumers + sub]).store(1, cuda::memory_order_release);
+    return false;
+  }
+  // The first piece: add the pieces of CTAs b + 1, ... (those whose ranges start inside this tile).
+  const int tile_end = w - p.sk.dp_tiles + p.sk.k_tiles;
+#pragma unroll 1
+  for (int c = b + 1; c < p.sk.ctas && stream_k_begin(p.sk, c) < tile_end; ++c) {
+    if ((threadIdx.x & 127) == 0) {
+      cuda::atomic_ref<int, cuda::thread_scope_device> flag(p.semaphores[c * ML::consumers + sub]);
+      // Bounded: a piece that never comes (a CTA not resident, a bug) ends the launch with an error
+      // after ~2^26 polls (seconds) instead of hanging the device.
+      for (unsigned polls = 0; flag.load(cuda::memory_order_acquire) == 0; ++polls) {
+        if (polls > (1u << 26)) __trap();
+        if (polls > 64) __nanosleep(100);
+      }
+      flag.store(0, cuda::memory_order_relaxed);  // left zero for the next launch
+    }
+    split_bar_sync(consumer);
+    add_partial_fragments<ML>(acc, p.partials + static_cast<std::int64_t>(c * ML::consumers + sub) * sub_floats, ML::WN, warp_row,
+                              0, m, n);
+  }
+  return true;
+}
 #endif
 
 // ---- Host side -------------------------------------------------------------------------------------
@@ -210,6 +283,7 @@ inline Status check_sm90_split_k(const GemmConfig& c, const GemmDesc& d, const G
     return error(StatusCode::invalid_argument, "split_k must be in [1, " + std::to_string(max_split_k) +
                                                    "] with a known split_mode, got " + std::to_string(opt.split_k));
   if (opt.split_k == 1) return {};
+  if (opt.stream_k) return error(StatusCode::invalid_argument, "stream_k and split_k > 1 exclude each other");
   if (opt.cluster == 2) return error(StatusCode::unsupported, "sm90 split-K runs in clusters of 1 (split_k > 1 with cluster = 2)");
   if (opt.split_mode == SplitKMode::serial && !supports_serial_split_k(c))
     return error(StatusCode::unsupported, "serial split-K needs a warpgroup tile of at most 64x128 on sm90 (this instance: parallel mode)");
@@ -245,6 +319,54 @@ Status set_sm90_split_k(GemmParams<EpiParams>& q, const GemmConfig& c, const Gem
   return {};
 }
 
+// q's stream-K fields for a launch of instance c (consumer sub-tiles `subtiles`) over at most `slots`
+// resident CTAs: the schedule (plan_stream_k), the workspace's partial slots, the flags from ktune's
+// per-stream pool (else the workspace's, zeroed in stream). Checks first: nothing is written when it
+// fails (options, problem size, workspace).
+template <class EpiParams>
+Status set_sm90_stream_k(GemmParams<EpiParams>& q, const GemmConfig& c, const GemmDesc& d, const GemmOperands& ops,
+                         const GemmLaunchOptions& opt, std::int64_t slots, cudaStream_t stream) {
+  if (opt.split_k > 1) return error(StatusCode::invalid_argument, "stream_k and split_k > 1 exclude each other");
+  if (!supports_stream_k(c))
+    return error(StatusCode::unsupported, "stream-K needs a warpgroup tile of at most 64x128 on sm90 (this instance: none)");
+  if (opt.cluster == 2) return error(StatusCode::unsupported, "sm90 stream-K runs in clusters of 1 (stream_k with cluster = 2)");
+  if (opt.max_ctas > slots)
+    return error(StatusCode::unsupported, "stream-K needs all its CTAs resident at once: max_ctas=" + std::to_string(opt.max_ctas) +
+                                              " > " + std::to_string(slots) + " resident");
+  const std::int64_t tiles = ceil_div(d.m, std::int64_t{c.tile.m}) * ceil_div(d.n, std::int64_t{c.tile.n});
+  StreamKSchedule sk;
+  if (!plan_stream_k(tiles, ceil_div(d.k, std::int64_t{c.tile.k}), opt.max_ctas > 0 ? opt.max_ctas : slots, sk))
+    return error(StatusCode::unsupported, "stream-K: the problem's tiles x k-tiles exceed the 32-bit schedule (or K = 0)");
+  const SplitKLayout ws = stream_k_layout(c, sk.ctas);
+  if (ops.workspace == nullptr || ops.workspace_bytes < ws.total_bytes)
+    return error(StatusCode::invalid_argument, "workspace too small: stream-K over " + std::to_string(sk.ctas) + " CTAs needs " +
+                                                   std::to_string(ws.total_bytes) + " bytes, got " +
+                                                   std::to_string(ops.workspace == nullptr ? 0 : ops.workspace_bytes));
+  if (reinterpret_cast<std::uintptr_t>(ops.workspace) % 16 != 0)
+    return error(StatusCode::misaligned, "workspace must be 16-byte aligned");
+  q.stream_k = true;
+  q.sk = sk;
+  q.partials = reinterpret_cast<float*>(static_cast<char*>(ops.workspace) + ws.partials_offset);
+  q.partial_ld = ws.partial_ld;
+  q.semaphores = split_k_counter_pool().get(stream, static_cast<std::int64_t>(sk.ctas) * stream_k_subtiles(c));
+  if (q.semaphores == nullptr) {
+    q.semaphores = static_cast<int*>(ops.workspace);
+    KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(ops.workspace, 0, ws.semaphore_bytes, stream), "stream-K flags"));
+  }
+  return {};
+}
+
+// Resident CTAs of instance c on the current device for stream-K (the resource model's blocks per SM;
+// the launcher takes the occupancy API's count where that is lower); 0 without a device.
+inline std::int64_t sm90_stream_k_slots(const GemmConfig& c) {
+  DeviceInfo dev;
+  if (!current_device(dev).ok()) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return static_cast<std::int64_t>(detail::resident_slots(estimate_resources(c), dev));
+}
+
 // Parallel mode's second kernel (gemm_kernel.cuh's splitk_reduce_kernel, as the sm80 launcher runs it).
 template <class Epi>
 Status launch_sm90_splitk_reduce(const GemmParams<typename Epi::Params>& q, const GemmDesc& d, cudaStream_t stream) {
@@ -259,6 +381,16 @@ Status launch_sm90_splitk_reduce(const GemmParams<typename Epi::Params>& q, cons
 // Workspace bytes of an sm90 instance (GemmKernelEntry::workspace_size).
 template <class CfgT>
 std::size_t workspace_size_of(const GemmDesc& d, const GemmLaunchOptions& opt) {
+  if (opt.stream_k) {  // as the launcher plans it on the current device (none: no launch, no workspace)
+    const GemmDesc r = resolved(d);
+    const std::int64_t slots = sm90_stream_k_slots(CfgT::value);
+    const std::int64_t tiles = ceil_div(r.m, std::int64_t{CfgT::value.tile.m}) * ceil_div(r.n, std::int64_t{CfgT::value.tile.n});
+    StreamKSchedule sk;
+    if (slots <= 0 || !plan_stream_k(tiles, ceil_div(r.k, std::int64_t{CfgT::value.tile.k}),
+                                     opt.max_ctas > 0 ? std::min<std::int64_t>(opt.max_ctas, slots) : slots, sk))
+      return 0;
+    return stream_k_layout(CfgT::value, sk.ctas).total_bytes;
+  }
   return sm90_split_k_layout(CfgT::value, resolved(d), opt).total_bytes;
 }
 
