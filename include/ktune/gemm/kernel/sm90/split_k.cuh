@@ -210,25 +210,28 @@ __device__ __forceinline__ void load_partial_fragments(typename ML::Accumulators
     }
 }
 
-// stream_k_fixup's sum: acc += this warp's pairs of a partial written by store_partial (inside D only).
+// stream_k_fixup's sum: acc += this warp's pairs of a slot written by store_partial (WM×WN floats, rows
+// WN apart; row0: the warp's first row in the slot; m, n: D's extent from the slot's corner). Every load
+// reads inside the slot (no predicate, so a row's loads are all in flight together: predicated loads
+// each waited for the one before); pairs outside D add zero.
 template <class ML>
-__device__ __forceinline__ void add_partial_fragments(typename ML::Accumulators& acc, const float* src, std::int64_t ld,
-                                                      int row0, int col0, int m, int n) {
+__device__ __forceinline__ void add_partial_fragments(typename ML::Accumulators& acc, const float* slot, int row0, int m, int n) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int mi = 0; mi < ML::MI; ++mi)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = row0 + 64 * mi + g + 8 * h;
-      const float* r = src + static_cast<std::int64_t>(row < m ? row : 0) * ld + col0 + 2 * t;
-      const int cols = row < m ? n - col0 - 2 * t : 0;
+      const float* r = slot + static_cast<std::int64_t>(row) * ML::WN + 2 * t;
+      const int cols = row < m ? n - 2 * t : 0;
+      float2 v[ML::WN / 8];
+#pragma unroll
+      for (int j = 0; j < ML::WN / 8; ++j) v[j] = __ldcg(reinterpret_cast<const float2*>(r + 8 * j));
 #pragma unroll
       for (int j = 0; j < ML::WN / 8; ++j) {
-        if (8 * j < cols) {
-          const float2 v = __ldcg(reinterpret_cast<const float2*>(r + 8 * j));
-          acc[mi][4 * j + 2 * h] += v.x;
-          acc[mi][4 * j + 2 * h + 1] += v.y;
-        }
+        const bool inside = 8 * j < cols;
+        acc[mi][4 * j + 2 * h] += inside ? v[j].x : 0.0f;
+        acc[mi][4 * j + 2 * h + 1] += inside ? v[j].y : 0.0f;
       }
     }
 }
@@ -267,8 +270,7 @@ __device__ __forceinline__ bool stream_k_fixup(typename ML::Accumulators& acc, c
       flag.store(0, cuda::memory_order_relaxed);  // left zero for the next launch
     }
     split_bar_sync(consumer);
-    add_partial_fragments<ML>(acc, p.partials + static_cast<std::int64_t>(c * ML::consumers + sub) * sub_floats, ML::WN, warp_row,
-                              0, m, n);
+    add_partial_fragments<ML>(acc, p.partials + static_cast<std::int64_t>(c * ML::consumers + sub) * sub_floats, warp_row, m, n);
   }
   return true;
 }
