@@ -52,9 +52,11 @@ struct SkShape {
 #define KT_SK_CASE(name) TEST_CASE(name)
 
 // Shapes in units of the instance's tile (so every instance meets the same schedule cases).
-std::vector<SkShape> sk_shapes(const GemmConfig& c) {
-  const int tm = c.tile.m, tn = c.tile.n;
+std::vector<SkShape> sk_shapes(const GemmConfig& c, const DeviceInfo& dev) {
+  const int tm = c.tile.m, tn = c.tile.n, sms = std::max(1, dev.sm_count);
   return {
+      {"tiles = SMs + 1, every CTA", tm - 1, (sms + 1) * tn - 5, 320},
+      {"tiles = 2 SMs - 1 (a full wave and a partial one), every CTA", tm - 1, (2 * sms - 1) * tn - 5, 200},
       {"M = 1, K < BK", 1, 197, 40},
       {"prime M and N, K = 1000; all CTAs, padded ldd", 131, 263, 1000, 3},
       {"fewer tiles than CTAs, long K (many pieces per tile)", 2 * tm - 9, 3 * tn - 7, 4096},
@@ -79,7 +81,7 @@ KT_SK_CASE("stream-K: every sm90 instance, edge shapes and capped grids, against
   std::uint64_t seed = 12600;
   int runs = 0;
   for (const GemmKernelEntry* e : instances)
-    for (const SkShape& sh : sk_shapes(e->config)) {
+    for (const SkShape& sh : sk_shapes(e->config, dev)) {
       Rng rng(seed++);
       const RandomOperands op = random_operands(*e, sh.m, sh.n, sh.k, rng);
       for (DType out : {DType::f32, e->config.operand()}) {
