@@ -44,7 +44,7 @@ const std::vector<StoreCase>& store_cases() {
       {"M < 8 rows, N < 64 (a box mostly outside D)", 5, 24, 64, 0, 0, 1},
       // The wide store (K of 1-2 k-tiles, N % 64 = 0: 4 KB operations from the ring stages past the 2 kept).
       {"wide: one k-tile, N % 128 = 64, partial tiles, 3 CTAs over 20+ tiles (4 KB buffers reused)", 517, 960, 64, 8, 0, 3},
-      {"wide: two k-tiles (K = 100), N = 64 (one 64-column block), 2 CTAs", 300, 64, 100, 0, 0, 2},
+      {"wide: two k-tiles (K = 120, the second partial), N = 64 (one 64-column block), 2 CTAs", 300, 64, 120, 0, 0, 2},
       {"wide: M < 16 rows, N = 192", 9, 192, 64, 0, 0, 1},
       {"wide: one k-tile, many tiles, every CTA", 1040, 1152, 64},
   };

@@ -265,8 +265,10 @@ __device__ __forceinline__ void bias_fragments(typename ML::Accumulators& acc, c
 // warpgroup calls this, and bias_prefetch of this tile's slice into `bias` came before). Afterwards the
 // accumulators are D's values: the identity store writes them.
 template <class ML>
+// relu_later: the store applies the ReLU while it converts to D's type (store_tile_wide), not here.
 __device__ __forceinline__ void apply_fragments(const GemmParams<epilogue::Builtin::Params>& p,
-                                                typename ML::Accumulators& acc, const char* bias, int consumer) {
+                                                typename ML::Accumulators& acc, const char* bias, int consumer,
+                                                bool relu_later = false) {
   const epilogue::Builtin::Params& ep = p.ep;
   if (ep.bias != nullptr) {
     bias_wait(consumer);
@@ -281,7 +283,7 @@ __device__ __forceinline__ void apply_fragments(const GemmParams<epilogue::Built
 #pragma unroll
       for (int i = 0; i < ML::WN / 2; ++i) acc[mi][i] *= ep.alpha;
   }
-  if (ep.activation == Activation::relu) {
+  if (ep.activation == Activation::relu && !relu_later) {
 #pragma unroll
     for (int mi = 0; mi < ML::MI; ++mi)
 #pragma unroll
@@ -433,6 +435,7 @@ inline int make_store_map(CUtensorMap& map, DType t, void* d, std::int64_t m, st
 struct Sm90WideStore {
   int ring = 0;    // ring stages kept (0: the 1 KB box store)
   int blocks = 2;  // 64-column blocks per operation: 1, 2 or 4 (at most the warp tile's)
+  bool relu_in_pack = true;  // a fragment epilogue's ReLU in the conversion (cvt.rn.relu), not a pass of its own
 };
 inline constexpr int sm90_wide_block_bytes = 2048, sm90_wide_max_buffers = 8;
 template <class ML>
@@ -449,7 +452,8 @@ constexpr int sm90_wide_buffers(int free_bytes, int warps, int op_bytes) {
 // operations when a tile has at most 2 k-tiles and the rest holds at least 2 buffers per consumer warp.
 // A/B switches (read once): KTUNE_SM90_WIDE_RING=n (ring stages kept; 0 = never wide),
 // KTUNE_SM90_WIDE_BLOCKS=b (1, 2, 4: 64-column blocks per operation, at most warp_n / 64),
-// KTUNE_SM90_WIDE_KTILES=k (the most k-tiles per tile that go wide).
+// KTUNE_SM90_WIDE_KTILES=k (the most k-tiles per tile that go wide), KTUNE_SM90_WIDE_RELU_IN_PACK=0 (the
+// fragment epilogue's ReLU as its own pass over the accumulators).
 inline Sm90WideStore sm90_wide_store_choice(int stages, int k_tiles, int stage_bytes, int staging_bytes, int warps, int warp_n) {
   auto env = [](const char* name, int fallback) {
     const char* v = std::getenv(name);
@@ -458,7 +462,9 @@ inline Sm90WideStore sm90_wide_store_choice(int stages, int k_tiles, int stage_b
   static const int ring_wanted = env("KTUNE_SM90_WIDE_RING", 2);
   static const int blocks_wanted = env("KTUNE_SM90_WIDE_BLOCKS", 2);
   static const int max_k_tiles = env("KTUNE_SM90_WIDE_KTILES", 2);
+  static const bool relu_in_pack = env("KTUNE_SM90_WIDE_RELU_IN_PACK", 1) != 0;
   Sm90WideStore w;
+  w.relu_in_pack = relu_in_pack;
   w.ring = ring_wanted < stages - 1 ? ring_wanted : stages - 1;
   w.blocks = blocks_wanted >= 4 ? 4 : blocks_wanted >= 2 ? 2 : 1;
   while (w.blocks * 64 > warp_n) w.blocks /= 2;
@@ -555,9 +561,20 @@ __device__ __forceinline__ void store_tile_async(const CUtensorMap* map, typenam
 // blocks · 2 KB at `bufs` (1024-byte aligned); `slot` is the next buffer (warp-uniform, carried across
 // tiles). Buffer layout: block b at b · 2 KB, row r at r · 128, 16-byte unit u at u ^ (r % 8) (the TMA's
 // 128-byte swizzle; the packed-pair writes of a warp instruction hit 32 banks).
+// Two floats to D's packed pair with max(0, ·) in the same conversion (cvt.rn.relu.{f16,bf16}x2.f32;
+// hand PTX: no intrinsic). Same values as relu then pack: the conversion is monotonic, ReLU exact.
+template <class T>
+__device__ __forceinline__ std::uint32_t pack2_relu(float x, float y) {
+  std::uint32_t r;
+  if constexpr (std::is_same_v<T, __half>) asm("cvt.rn.relu.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(y), "f"(x));
+  else asm("cvt.rn.relu.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(y), "f"(x));
+  return r;
+}
+
+// relu: apply max(0, ·) while packing (the fragment epilogue left it out: apply_fragments relu_later).
 template <class ML, class TOut>
 __device__ __forceinline__ void store_tile_wide(const CUtensorMap* map, typename ML::Accumulators& acc, char* bufs, int nbuf,
-                                                int blocks, int row0, int col0, int m, int n, int& slot) {
+                                                int blocks, int row0, int col0, int m, int n, int& slot, bool relu) {
   static_assert(sizeof(TOut) == 2 && sm90_wide_store_fits<ML>, "16-bit D, 64-column blocks");
   constexpr int band_blocks = ML::WN / 64;
   using Pair = decltype(epilogue::pack2<TOut>(0.0f, 0.0f));
@@ -579,11 +596,20 @@ __device__ __forceinline__ void store_tile_wide(const CUtensorMap* map, typename
       }
       if (!live) continue;
       char* out = buf + in_op * sm90_wide_block_bytes;
+      if (relu) {
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {  // lane (g, t): columns 8j + 2t, +1 of rows g and g + 8
-        const int jj = 8 * blk + j, at = g * 128 + ((j ^ g) << 4) + 4 * t;
-        *reinterpret_cast<Pair*>(out + at) = epilogue::pack2<TOut>(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
-        *reinterpret_cast<Pair*>(out + at + 8 * 128) = epilogue::pack2<TOut>(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
+        for (int j = 0; j < 8; ++j) {
+          const int jj = 8 * blk + j, at = g * 128 + ((j ^ g) << 4) + 4 * t;
+          *reinterpret_cast<std::uint32_t*>(out + at) = pack2_relu<TOut>(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
+          *reinterpret_cast<std::uint32_t*>(out + at + 8 * 128) = pack2_relu<TOut>(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {  // lane (g, t): columns 8j + 2t, +1 of rows g and g + 8
+          const int jj = 8 * blk + j, at = g * 128 + ((j ^ g) << 4) + 4 * t;
+          *reinterpret_cast<Pair*>(out + at) = epilogue::pack2<TOut>(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
+          *reinterpret_cast<Pair*>(out + at + 8 * 128) = epilogue::pack2<TOut>(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
+        }
       }
       if (in_op == blocks - 1 || blk == band_blocks - 1) {
         cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy writes → the TMA (async proxy)

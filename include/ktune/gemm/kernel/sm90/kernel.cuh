@@ -244,7 +244,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     constexpr bool bias_buffers = sm90_kernel_bias_bytes(C, Sch) > 0;
     if constexpr (std::is_same_v<Epi, epilogue::Builtin>)
       fragments = fragments_allowed && !split && !streamk && !identity && fragment_epilogue(p.ep, p.d_vec4) && (bias_buffers || p.ep.bias == nullptr) &&
-                  (!ClusterK || rank == 0u);  // cluster split-K: only rank 0 stores (and prefetches bias)
+                  (!ClusterK || cluster_k_owner(consumer_wgs, rank, cluster, cw));  // cluster split-K: owners store (and prefetch bias)
     const bool bias_ahead = fragments && p.ep.bias != nullptr;
     // 16-bit D leaves through the asynchronous TMA store (epilogue.cuh) when the launcher made D's tensor
     // map and the accumulators hold D's values (identity or fragment epilogue), through `store_boxes`
@@ -255,6 +255,10 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
                   "warp staging regions start on 512-byte boundaries of a 1024-byte aligned staging area");
     const bool async_store = async_capable && tma_d != nullptr && (identity || fragments) && size_of(p.d_type) == 2;
     const int store_boxes = d_store_boxes >= 2 && d_store_boxes < staging_boxes ? d_store_boxes : staging_boxes;
+    // The wide store converts with the fragment epilogue's ReLU (cvt.rn.relu) instead of a pass of its own.
+    bool relu_in_pack = false;
+    if constexpr (async_capable && sm90_wide_store_fits<ML> && !PingPong)
+      relu_in_pack = async_store && fragments && wide.ring > 0 && wide.relu_in_pack && p.ep.activation == Activation::relu;
     int slot = 0;
     // This consumer's two bias buffers (bias_prefetch/bias_wait: its 128 threads share the copies and
     // meet at named barrier 3 + cw; 1 and 2 order ping-pong consumers), and the tiles it computes.
@@ -352,7 +356,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       }
 
       if constexpr (std::is_same_v<Epi, epilogue::Builtin>) {
-        if (fragments) apply_fragments<ML>(p, acc, bias_buffer(buffer), cw);
+        if (fragments) apply_fragments<ML>(p, acc, bias_buffer(buffer), cw, relu_in_pack);
         // The next tile's bias into the other buffer: every warp of this warpgroup has passed this
         // tile's barrier, so all are done with that buffer (the tile before).
         if (next_col0 >= 0) prefetch_bias(next_col0, buffer ^ 1);
@@ -367,8 +371,9 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
                            ((threadIdx.x - 128) >> 5) * sm90_wide_warp_bytes(free_bytes, 4 * consumer_wgs, op_bytes);
               const int nbuf = sm90_wide_buffers(free_bytes, 4 * consumer_wgs, op_bytes);
               if (p.d_type == DType::f16)
-                store_tile_wide<ML, __half>(tma_d, acc, bufs, nbuf, wide.blocks, row0, col0, p.m, p.n, slot);
-              else store_tile_wide<ML, __nv_bfloat16>(tma_d, acc, bufs, nbuf, wide.blocks, row0, col0, p.m, p.n, slot);
+                store_tile_wide<ML, __half>(tma_d, acc, bufs, nbuf, wide.blocks, row0, col0, p.m, p.n, slot, relu_in_pack);
+              else
+                store_tile_wide<ML, __nv_bfloat16>(tma_d, acc, bufs, nbuf, wide.blocks, row0, col0, p.m, p.n, slot, relu_in_pack);
               continue;
             }
           }
