@@ -249,10 +249,13 @@ __device__ __forceinline__ bool stream_k_fixup(typename ML::Accumulators& acc, c
   const int m = p.m - sub_row0, n = p.n - col0;  // D's extent from the sub-tile's corner (may be <= 0)
   if (later) {  // a later piece: to this CTA's slot, then its flag
     store_partial<ML>(acc, p.partials + static_cast<std::int64_t>(b * ML::consumers + sub) * sub_floats, ML::WN, warp_row, 0, m, n);
-    __threadfence();
+    // The warpgroup's stores reach thread 0 through the barrier; its fence and release store publish
+    // them (cumulative) to the finisher's acquire (CUTLASS's semaphore does the same). One fence, not 128.
     split_bar_sync(consumer);
-    if ((threadIdx.x & 127) == 0)
+    if ((threadIdx.x & 127) == 0) {
+      __threadfence();
       cuda::atomic_ref<int, cuda::thread_scope_device>(p.semaphores[b * ML::consumers + sub]).store(1, cuda::memory_order_release);
+    }
     return false;
   }
   // The first piece: add the pieces of CTAs b + 1, ... (those whose ranges start inside this tile).
