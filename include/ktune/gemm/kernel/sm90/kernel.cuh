@@ -244,7 +244,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     constexpr bool bias_buffers = sm90_kernel_bias_bytes(C, Sch) > 0;
     if constexpr (std::is_same_v<Epi, epilogue::Builtin>)
       fragments = fragments_allowed && !split && !streamk && !identity && fragment_epilogue(p.ep, p.d_vec4) && (bias_buffers || p.ep.bias == nullptr) &&
-                  (!ClusterK || rank == 0u);  // cluster split-K: only rank 0 stores (and prefetches bias)
+                  (!ClusterK || cluster_k_owner(consumer_wgs, rank, cluster, cw));  // cluster split-K: owners store (and prefetch bias)
     const bool bias_ahead = fragments && p.ep.bias != nullptr;
     // 16-bit D leaves through the asynchronous TMA store (epilogue.cuh) when the launcher made D's tensor
     // map and the accumulators hold D's values (identity or fragment epilogue), through `store_boxes`
