@@ -143,6 +143,9 @@ TEST_CASE("conv cluster split-K: limits, proposals, names, refusals") {
       ++proposed;
       CHECK(o.split_k == 1);
       CHECK(o.cluster_k <= conv_cluster_k_limit(e.config));
+      double rows = 0, cols = 0;  // one wave of clusters
+      conv_tile_grid(e, d, rows, cols);
+      CHECK(rows * cols * o.cluster_k <= double(dev.sm_count) * sm90_conv_ctas_per_sm(e, dev));
       CHECK(check_conv_launch_options(o).ok());
       CHECK(sm90_conv_cluster_k_estimate(e, d, dev, o.cluster_k) < sm90_conv_cluster_k_estimate(e, d, dev, 1));
       const std::string name = conv_tactic_name(e.name, o);

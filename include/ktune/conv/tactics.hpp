@@ -186,7 +186,9 @@ inline double sm90_conv_cluster_k_estimate(const ConvKernelEntry& e, const Conv2
 
 // Cluster split-K options worth timing for an instance (tma_im2col): as for conv_split_variants, only
 // where the unsplit grid leaves CTA slots idle, the two cluster sizes (up to conv_cluster_k_limit) of best
-// estimate that beat the whole K.
+// estimate that beat the whole K, and only sizes whose tiles × ck CTAs run in one wave (H200 s6-batchA:
+// every multi-wave cluster launch was far slower than the whole K, e.g. 14x14 1024->256 1x1 128x128 @ck2
+// (2 waves) 19.7 us vs 9.7, @ck4 42.0; one wave: 7x7 3x3 512->512 128x128 @ck2 21.2 vs 25.8).
 inline std::vector<ConvLaunchOptions> conv_cluster_k_variants(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
   std::vector<ConvLaunchOptions> out;
   const int limit = conv_cluster_k_limit(e.config);
@@ -198,7 +200,7 @@ inline std::vector<ConvLaunchOptions> conv_cluster_k_variants(const ConvKernelEn
   if (k_tiles < 4 || tiles >= 0.85 * slots * std::ceil(tiles / slots)) return out;
   const double whole = sm90_conv_cluster_k_estimate(e, d, dev, 1);
   std::vector<std::pair<double, int>> better;
-  for (int ck = 2; ck <= limit && ck <= k_tiles; ++ck)
+  for (int ck = 2; ck <= limit && ck <= k_tiles && tiles * ck <= slots; ++ck)
     if (const double t = sm90_conv_cluster_k_estimate(e, d, dev, ck); t < whole) better.emplace_back(t, ck);
   std::stable_sort(better.begin(), better.end());
   for (std::size_t i = 0; i < better.size() && i < 2; ++i) {
