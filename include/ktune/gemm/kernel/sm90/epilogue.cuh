@@ -231,8 +231,10 @@ __device__ __forceinline__ void bias_prefetch(const void* bias, int es, int col0
 // Every thread's copies are done, then the warpgroup's named barrier (3 for consumer 0, 4 for consumer
 // 1; 128 threads) shows them to all four warps. Immediate ids: a register id makes ptxas reserve all 16
 // barriers. Hand PTX: cuda::ptx has no named barrier.
-__device__ __forceinline__ void bias_wait(int consumer) {
-  __pipeline_wait_prior(0);
+// deep: the copies were committed two tiles ahead (the wide store): the next tile's group may stay pending.
+__device__ __forceinline__ void bias_wait(int consumer, bool deep = false) {
+  if (deep) __pipeline_wait_prior(1);
+  else __pipeline_wait_prior(0);
   if (consumer == 0) asm volatile("bar.sync 3, 128;\n" ::: "memory");
   else asm volatile("bar.sync 4, 128;\n" ::: "memory");
 }
@@ -268,10 +270,10 @@ template <class ML>
 // relu_later: the store applies the ReLU while it converts to D's type (store_tile_wide), not here.
 __device__ __forceinline__ void apply_fragments(const GemmParams<epilogue::Builtin::Params>& p,
                                                 typename ML::Accumulators& acc, const char* bias, int consumer,
-                                                bool relu_later = false) {
+                                                bool relu_later = false, bool bias_deep = false) {
   const epilogue::Builtin::Params& ep = p.ep;
   if (ep.bias != nullptr) {
-    bias_wait(consumer);
+    bias_wait(consumer, bias_deep);
     switch (p.d_type) {
       case DType::f32: bias_fragments<ML>(acc, reinterpret_cast<const float*>(bias), ep.alpha); break;
       case DType::f16: bias_fragments<ML>(acc, reinterpret_cast<const __half*>(bias), ep.alpha); break;
@@ -436,6 +438,7 @@ struct Sm90WideStore {
   int ring = 0;    // ring stages kept (0: the 1 KB box store)
   int blocks = 2;  // 64-column blocks per operation: 1, 2 or 4 (at most the warp tile's)
   bool relu_in_pack = true;  // a fragment epilogue's ReLU in the conversion (cvt.rn.relu), not a pass of its own
+  bool bias_deep = true;     // a third bias buffer after the store buffers: the bias copied two tiles ahead
 };
 inline constexpr int sm90_wide_block_bytes = 2048, sm90_wide_max_buffers = 8;
 template <class ML>
@@ -443,6 +446,11 @@ inline constexpr bool sm90_wide_store_fits = sm90_async_store_fits<ML> && ML::WN
 // Bytes of each consumer warp's wide store region (a multiple of the operation's bytes) when `free_bytes`
 // from a 1024-byte aligned start are shared by `warps` consumer warps; its buffers: at most 8.
 constexpr int sm90_wide_warp_bytes(int free_bytes, int warps, int op_bytes) { return free_bytes / warps / op_bytes * op_bytes; }
+// What the warps' store buffers leave of `free_bytes` (operations of `blocks` 2 KB blocks): the kernel's
+// third bias buffers (one per consumer warpgroup) go there.
+constexpr int sm90_wide_spare_bytes(int free_bytes, int warps, int blocks) {
+  return free_bytes - warps * sm90_wide_warp_bytes(free_bytes, warps, blocks * sm90_wide_block_bytes);
+}
 constexpr int sm90_wide_buffers(int free_bytes, int warps, int op_bytes) {
   const int n = sm90_wide_warp_bytes(free_bytes, warps, op_bytes) / op_bytes;
   return n < sm90_wide_max_buffers ? n : sm90_wide_max_buffers;
@@ -453,7 +461,8 @@ constexpr int sm90_wide_buffers(int free_bytes, int warps, int op_bytes) {
 // A/B switches (read once): KTUNE_SM90_WIDE_RING=n (ring stages kept; 0 = never wide),
 // KTUNE_SM90_WIDE_BLOCKS=b (1, 2, 4: 64-column blocks per operation, at most warp_n / 64),
 // KTUNE_SM90_WIDE_KTILES=k (the most k-tiles per tile that go wide), KTUNE_SM90_WIDE_RELU_IN_PACK=0 (the
-// fragment epilogue's ReLU as its own pass over the accumulators).
+// fragment epilogue's ReLU as its own pass over the accumulators), KTUNE_SM90_WIDE_BIAS_AHEAD=1 (the bias
+// copied one tile ahead, as without the wide store, instead of two).
 inline Sm90WideStore sm90_wide_store_choice(int stages, int k_tiles, int stage_bytes, int staging_bytes, int warps, int warp_n) {
   auto env = [](const char* name, int fallback) {
     const char* v = std::getenv(name);
@@ -463,6 +472,7 @@ inline Sm90WideStore sm90_wide_store_choice(int stages, int k_tiles, int stage_b
   static const int blocks_wanted = env("KTUNE_SM90_WIDE_BLOCKS", 2);
   static const int max_k_tiles = env("KTUNE_SM90_WIDE_KTILES", 2);
   static const bool relu_in_pack = env("KTUNE_SM90_WIDE_RELU_IN_PACK", 1) != 0;
+  static const bool bias_deep = env("KTUNE_SM90_WIDE_BIAS_AHEAD", 2) >= 2;
   Sm90WideStore w;
   w.relu_in_pack = relu_in_pack;
   w.ring = ring_wanted < stages - 1 ? ring_wanted : stages - 1;
@@ -471,6 +481,8 @@ inline Sm90WideStore sm90_wide_store_choice(int stages, int k_tiles, int stage_b
   if (w.ring < 1 || k_tiles > max_k_tiles ||
       sm90_wide_buffers((stages - w.ring) * stage_bytes + staging_bytes, warps, w.blocks * sm90_wide_block_bytes) < 2)
     return {};
+  w.bias_deep = bias_deep && sm90_wide_spare_bytes((stages - w.ring) * stage_bytes + staging_bytes, warps, w.blocks) >=
+                                 warps / 4 * warp_n * 4;
   return w;
 }
 

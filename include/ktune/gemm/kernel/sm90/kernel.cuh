@@ -259,12 +259,24 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     bool relu_in_pack = false;
     if constexpr (async_capable && sm90_wide_store_fits<ML> && !PingPong)
       relu_in_pack = async_store && fragments && wide.ring > 0 && wide.relu_in_pack && p.ep.activation == Activation::relu;
+    // Wide store: a third bias buffer (in the freed ring stages, after the warps' store buffers) so a tile's
+    // bias is copied two tiles ahead: one short mainloop is less than a global load's latency under the
+    // store traffic. Groups: one committed per tile (empty where no tile follows), so the wait for tile
+    // t's copy leaves only tile t+1's pending.
+    bool bias_deep = false;
+    if constexpr (async_capable && sm90_wide_store_fits<ML> && !PingPong)
+      bias_deep = bias_ahead && wide.ring > 0 && wide.bias_deep;
     int slot = 0;
     // This consumer's two bias buffers (bias_prefetch/bias_wait: its 128 threads share the copies and
     // meet at named barrier 3 + cw; 1 and 2 order ping-pong consumers), and the tiles it computes.
     // (Recomputed where used, not held: the consumers have no registers to spare.)
     constexpr int bias_buffer_bytes = ML::WN * 4;
-    auto bias_buffer = [&](int b) { return ring + bias_offset + (2 * cw + b) * bias_buffer_bytes; };
+    auto bias_buffer = [&](int b) {
+      if (b < 2) return ring + bias_offset + (2 * cw + b) * bias_buffer_bytes;
+      const int free_bytes = (S - wide.ring) * ML::stage_bytes + sm90_kernel_staging_bytes(C, Sch);
+      return ring + wide.ring * ML::stage_bytes + (free_bytes - sm90_wide_spare_bytes(free_bytes, 4 * consumer_wgs, wide.blocks)) +
+             cw * bias_buffer_bytes;
+    };
     auto col0_of = [&](int unit) { return tile_of(unit).n * C.tile.n + ML::wg_col0(sub); };
     auto prefetch_bias = [&](int col0, int b) {
       bias_prefetch<ML::WN>(p.ep.bias, size_of(p.d_type), col0, p.n, bias_buffer(b), static_cast<int>(threadIdx.x & 127));
@@ -272,6 +284,11 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     if constexpr (std::is_same_v<Epi, epilogue::Builtin>) {
       const int mine = PingPong && cw == 1 ? next_work(first_work()) : first_work();
       if (bias_ahead && more_work(mine)) prefetch_bias(col0_of(mine), 0);
+      if (bias_deep) {  // and the second tile's (ping-pong is never deep)
+        const int second = next_work(mine);
+        if (more_work(mine) && more_work(second)) prefetch_bias(col0_of(second), 1);
+        else __pipeline_commit();
+      }
     }
     int local = 0;  // this consumer's tiles so far: tile `local` reads bias buffer local % 2
     RingState<S> st;
@@ -297,9 +314,10 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       const TileCoord tc = tile_of(unit);
       const int row0 = tc.m * C.tile.m + ML::wg_row0(sub) + 16 * warp_in_wg;
       const int col0 = tc.n * C.tile.n + ML::wg_col0(sub);
-      const int buffer = local++ & 1;
+      const int buffer = bias_deep ? local % 3 : local & 1;
+      ++local;
       const int next = PingPong ? next_work(next_work(unit)) : next_work(unit);  // this consumer's next tile
-      const int next_col0 = bias_ahead && more_work(next) ? col0_of(next) : -1;
+      const int next_col0 = bias_ahead && !bias_deep && more_work(next) ? col0_of(next) : -1;
       int previous = 0;
       for (int kt = 0; kt < kr.count; ++kt) {
         pipe.wait_full(st);
@@ -356,10 +374,15 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       }
 
       if constexpr (std::is_same_v<Epi, epilogue::Builtin>) {
-        if (fragments) apply_fragments<ML>(p, acc, bias_buffer(buffer), cw, relu_in_pack);
+        if (fragments) apply_fragments<ML>(p, acc, bias_buffer(buffer), cw, relu_in_pack, bias_deep);
         // The next tile's bias into the other buffer: every warp of this warpgroup has passed this
         // tile's barrier, so all are done with that buffer (the tile before).
         if (next_col0 >= 0) prefetch_bias(next_col0, buffer ^ 1);
+        if (bias_deep) {  // the tile after next into the buffer of the tile before (all warps are past it)
+          const int after = next_work(next);
+          if (more_work(next) && more_work(after)) prefetch_bias(col0_of(after), buffer == 0 ? 2 : buffer - 1);
+          else __pipeline_commit();
+        }
       }
       if constexpr (async_capable) {
         if (async_store) {
