@@ -237,12 +237,8 @@ __device__ __forceinline__ void visit_band_at(int band, Acc& acc, F&& f) {
 }
 
 // Is the built-in epilogue only a scale (D = alpha·acc: no C, bias, residual, activation or clamp)?
-template <class Epi>
-__device__ __forceinline__ bool scale_only(const typename Epi::Params& e) {
-  if constexpr (std::is_same_v<Epi, epilogue::Builtin>)
-    return e.beta == 0.0f && e.bias == nullptr && e.residual == nullptr && e.activation == Activation::none && !e.clamp;
-  else
-    return false;
+__device__ __forceinline__ bool scale_only(const epilogue::Builtin::Params& e) {
+  return e.beta == 0.0f && e.bias == nullptr && e.residual == nullptr && e.activation == Activation::none && !e.clamp;
 }
 
 // f(row, col, v0, v1) for every accumulator pair of the warp tile (row and col inside it), all
@@ -274,10 +270,11 @@ __device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params
   // straight from the registers (4 bytes; the 4 lanes of a row cover 16 contiguous bytes), without the
   // staging and the run-time epilogue. The staged path costs ~9 us per wave of 128x256 tiles on the H200
   // (4096^3 bf16: 0.335 ms with it, 0.299 ms without any epilogue; notes/sm80-mma.md).
-  if constexpr (Mode == TileStore::epilogue && (C.math == MathOp::mma_f16 || C.math == MathOp::mma_bf16)) {
+  if constexpr (Mode == TileStore::epilogue && std::is_same_v<Epi, epilogue::Builtin> &&
+                (C.math == MathOp::mma_f16 || C.math == MathOp::mma_bf16)) {
     using T = element_t<operand_type(C.math)>;
     if (m0 + C.tile.m <= p.m && n0 + C.tile.n <= p.n && p.d_vec4 && p.d_type == operand_type(C.math) &&
-        scale_only<Epi>(p.ep)) {
+        scale_only(p.ep)) {
       T* d = static_cast<T*>(p.d) + static_cast<std::int64_t>(row0) * p.ldd + col0;
       const float alpha = p.ep.alpha;
       visit_warp_tile<Mainloop>(acc, [&](int r, int c, float v0, float v1) {
