@@ -103,13 +103,20 @@ struct WgmmaMainloop {
                : make_smem_desc(ring + (r0 / 64) * box_bytes, box_bytes, atom_bytes);
     d.b = b_kc ? make_smem_desc(ring + a_bytes + c0 * row_bytes, 16, atom_bytes)
                : make_smem_desc(ring + a_bytes + (c0 / 64) * box_bytes, box_bytes, atom_bytes);
+    // Uniform across the warp by construction (they depend on the warpgroup only); a shuffle from lane 0
+    // lets the compiler know, so they and the per-k-step descriptor arithmetic live in uniform registers
+    // instead of being computed per thread and moved over (R2UR) before every wgmma.
+    d.a = __shfl_sync(0xffffffffu, d.a, 0);
+    d.b = __shfl_sync(0xffffffffu, d.b, 0);
     return d;
   }
 
   // Consumer: issue (not wait for) the wgmmas of one k-tile in stage `stage` and commit them as one
   // group. accumulate = false starts the tile (the first step overwrites the accumulators).
   __device__ __forceinline__ static void mma(Accumulators& acc, const Descriptors& d0, int stage, bool accumulate) {
-    const std::uint64_t off = std::uint64_t(stage) * (stage_bytes / 16);
+    // The stage is warp-uniform; after ping-pong's turn-dependent skips the compiler cannot prove it, and
+    // would build every descriptor per thread and move it over (R2UR). One shuffle per k-tile tells it.
+    const std::uint64_t off = std::uint64_t(__shfl_sync(0xffffffffu, stage, 0)) * (stage_bytes / 16);
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) fence_registers(acc[mi]);
     wgmma_fence();
