@@ -456,7 +456,8 @@ constexpr int sm90_wide_buffers(int free_bytes, int warps, int op_bytes) {
   return n < sm90_wide_max_buffers ? n : sm90_wide_max_buffers;
 }
 
-// Host: the wide store a launch takes ({0, ...}: none): 2 ring stages (of `stages`) and 2-block (4 KB)
+// Host: the wide store a launch takes ({0, ...}: none): 2 ring stages (of `stages`; 1 only for one k-tile
+// per tile) and 2-block (4 KB)
 // operations when a tile has at most 2 k-tiles and the rest holds at least 2 buffers per consumer warp.
 // A/B switches (read once): KTUNE_SM90_WIDE_RING=n (ring stages kept; 0 = never wide),
 // KTUNE_SM90_WIDE_BLOCKS=b (1, 2, 4: 64-column blocks per operation, at most warp_n / 64),
@@ -476,9 +477,12 @@ inline Sm90WideStore sm90_wide_store_choice(int stages, int k_tiles, int stage_b
   Sm90WideStore w;
   w.relu_in_pack = relu_in_pack;
   w.ring = ring_wanted < stages - 1 ? ring_wanted : stages - 1;
+  // The mainloop keeps one k-tile's wgmmas in flight and releases its slot only after the next k-tile's
+  // wait: with 2 k-tiles per tile a ring of 1 stage would deadlock (s6-batchB: RING=1, K = 120 hung).
+  if (w.ring == 1 && k_tiles > 1) w.ring = 2;
   w.blocks = blocks_wanted >= 4 ? 4 : blocks_wanted >= 2 ? 2 : 1;
   while (w.blocks * 64 > warp_n) w.blocks /= 2;
-  if (w.ring < 1 || k_tiles > max_k_tiles ||
+  if (w.ring < 1 || w.ring >= stages || k_tiles > max_k_tiles ||
       sm90_wide_buffers((stages - w.ring) * stage_bytes + staging_bytes, warps, w.blocks * sm90_wide_block_bytes) < 2)
     return {};
   w.bias_deep = bias_deep && sm90_wide_spare_bytes((stages - w.ring) * stage_bytes + staging_bytes, warps, w.blocks) >=
