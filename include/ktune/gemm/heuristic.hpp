@@ -32,15 +32,19 @@ inline double route_cost(const GemmKernelEntry& e, const GemmDesc& d) {
 }
 
 // Hopper wgmma instances: rate per unit of work relative to the best block tile, from H200 timings paired
-// with cuBLASLt (notes/sm90-gemm.md, s4-batchB; bf16/f16/tf32, 1024^3..8192^3 and 4096x11008x4096). On
-// 132 multiprocessors every power-of-two shape gives 128x256, 256x128 and 128x128 tiles the same padded
-// work per wave, so this is what orders them: 128x128 block tiles (cooperative 2 x 64x128, or ping-pong)
-// ran 2-4% faster than 128x256, 256x128 and ping-pong 64x256 at every shape; tiles with one consumer
-// warpgroup (64x128) ~15% slower per tile (they win only where the larger tiles leave SMs idle).
+// with cuBLASLt (notes/sm90-gemm.md, s6-batchB; bf16/f16/tf32 4096^3, bf16 8192^3 and 3072^3). On 132
+// multiprocessors every power-of-two shape gives 128x256, 256x128 and 128x128 tiles the same padded work
+// per wave, so this is what orders them. Ping-pong 128x128 (each warpgroup's epilogue under the other's
+// mainloop) ran 1.016x / 1.016x / 1.034x cuBLASLt (bf16, f16 4096^3; bf16 8192^3), the cooperative
+// 128x256 / 256x128 and ping-pong 64x256 ~3% slower, the cooperative 128x128 (two 64x128 warpgroups,
+// its epilogue not overlapped: tensor pipe 88.5% active against 95.1%) ~5% slower. One consumer warpgroup
+// (64x128) ran 0.64-0.70x cuBLASLt on those full-GPU shapes; its 0.85 (s4) only decides where its extra
+// tiles fill SMs that larger tiles leave idle (small M or N), which these runs did not re-measure.
 inline double sm90_tile_rate(const GemmConfig& c) {
   if (!is_wgmma(c.math)) return 1.0;
   if (c.consumer_warpgroups() < 2) return 0.85;
-  return c.tile.m == 128 && c.tile.n == 128 ? 1.0 : 0.97;
+  if (c.tile.m == 128 && c.tile.n == 128) return c.schedule == WgSchedule::pingpong ? 1.0 : 0.95;
+  return 0.97;
 }
 
 // Short K on Hopper: with at most 2 k-tiles per tile the kernel is mostly a store of D, and tiles that take
