@@ -108,28 +108,7 @@ TEST_CASE("split-K: the epilogue is applied once, to the whole sum") {
   backend::device_info(dev);
   const auto instances = split_instances(dev);
   REQUIRE_FALSE(instances.empty());
-  std::vector<std::pair<const char*, OutputCase>> cases;
-  {
-    OutputCase oc;
-    oc.epilogue = linear_combination(0.75f, -1.5f);
-    oc.c_aliases_d = true;
-    cases.push_back({"alpha/beta, C aliases D", oc});
-    oc = OutputCase{};
-    oc.epilogue = bias_activation(Activation::relu);
-    cases.push_back({"bias + relu", oc});
-    oc = OutputCase{};
-    oc.epilogue = linear_combination(1.25f, 0.5f);
-    oc.epilogue.residual = true;
-    oc.epilogue.activation = Activation::gelu_tanh;
-    oc.epilogue.clamp = true;
-    oc.epilogue.clamp_lo = -2.0f;
-    oc.epilogue.clamp_hi = 3.0f;
-    cases.push_back({"alpha/beta + residual + gelu + clamp", oc});
-    oc = OutputCase{};
-    oc.epilogue.residual = true;
-    oc.residual_aliases_d = true;
-    cases.push_back({"residual aliases D", oc});
-  }
+  const auto cases = whole_sum_epilogue_cases();  // D types: each run below sets its own
   std::uint64_t seed = 700;
   for (const GemmKernelEntry* e : instances) {
     Rng rng(seed++);

@@ -104,34 +104,7 @@ KT_SK_CASE("stream-K: every epilogue, applied once to the whole sum") {
   backend::device_info(dev);
   const auto instances = sk_instances(dev);
   if (instances.empty()) return;
-  std::vector<std::pair<const char*, OutputCase>> cases;
-  {
-    OutputCase oc;
-    oc.epilogue = bias_activation(Activation::relu);
-    oc.d_type = DType::f16;
-    cases.push_back({"bias + relu, f16", oc});
-    oc = OutputCase{};
-    oc.epilogue = linear_combination(0.75f, -1.5f);
-    oc.c_aliases_d = true;
-    oc.d_type = DType::bf16;
-    cases.push_back({"alpha/beta, C aliases D", oc});
-    oc = OutputCase{};
-    oc.epilogue = linear_combination(1.25f, 0.5f);
-    oc.epilogue.residual = true;
-    oc.epilogue.activation = Activation::gelu_tanh;
-    oc.epilogue.clamp = true;
-    oc.epilogue.clamp_lo = -2.0f;
-    oc.epilogue.clamp_hi = 3.0f;
-    oc.d_type = DType::f32;
-    cases.push_back({"alpha/beta + residual + gelu + clamp", oc});
-    oc = OutputCase{};
-    oc.epilogue.residual = true;
-    oc.epilogue.bias = true;
-    oc.epilogue.activation = Activation::silu;
-    oc.residual_aliases_d = true;
-    oc.d_type = DType::bf16;
-    cases.push_back({"bias + residual aliasing D + silu", oc});
-  }
+  const auto cases = whole_sum_epilogue_cases();
   std::uint64_t seed = 12700;
   for (const GemmKernelEntry* e : instances) {
     Rng rng(seed++);

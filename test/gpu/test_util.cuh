@@ -477,6 +477,39 @@ struct OutputCase {
   std::int64_t ldc_pad = 4, ldr_pad = 2;  // used when C / the residual are separate buffers
 };
 
+// Epilogues that a split K (split-K slices, stream-K pieces) must apply once, to the whole sum:
+// bias + ReLU (f16 D), alpha/beta with C aliasing D (bf16), alpha/beta + residual + GELU + clamp (f32),
+// bias + residual aliasing D + SiLU (bf16).
+inline std::vector<std::pair<const char*, OutputCase>> whole_sum_epilogue_cases() {
+  std::vector<std::pair<const char*, OutputCase>> cases;
+  OutputCase oc;
+  oc.epilogue = bias_activation(Activation::relu);
+  oc.d_type = DType::f16;
+  cases.push_back({"bias + relu, f16", oc});
+  oc = OutputCase{};
+  oc.epilogue = linear_combination(0.75f, -1.5f);
+  oc.c_aliases_d = true;
+  oc.d_type = DType::bf16;
+  cases.push_back({"alpha/beta, C aliases D", oc});
+  oc = OutputCase{};
+  oc.epilogue = linear_combination(1.25f, 0.5f);
+  oc.epilogue.residual = true;
+  oc.epilogue.activation = Activation::gelu_tanh;
+  oc.epilogue.clamp = true;
+  oc.epilogue.clamp_lo = -2.0f;
+  oc.epilogue.clamp_hi = 3.0f;
+  oc.d_type = DType::f32;
+  cases.push_back({"alpha/beta + residual + gelu + clamp", oc});
+  oc = OutputCase{};
+  oc.epilogue.residual = true;
+  oc.epilogue.bias = true;
+  oc.epilogue.activation = Activation::silu;
+  oc.residual_aliases_d = true;
+  oc.d_type = DType::bf16;
+  cases.push_back({"bias + residual aliasing D + silu", oc});
+  return cases;
+}
+
 struct RunResult {
   Status status;
   Check check;
