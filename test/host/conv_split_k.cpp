@@ -8,11 +8,13 @@
 #include <string>
 
 #include "conv_problem.hpp"
+#include "conv_tactic_check.hpp"
 #include "fake_device.hpp"
 #include "ktune/conv.hpp"
 #include "ktune/conv/tactics.hpp"
 
 using namespace ktune;
+using ktune::test::check_conv_tactic_round_trip;
 using ktune::test::conv_problem;
 
 namespace {
@@ -71,16 +73,7 @@ TEST_CASE("conv split-K: proposals on the ResNet-50 layers at N = 32 (fake H200)
         CHECK(sm90_conv_split_estimate(e, d, dev, o.split_k) < sm90_conv_split_estimate(e, d, dev, 1));
         if (o.split_mode == SplitKMode::serial) CHECK(supports_serial_split_k(e.config.gemm));
         else ++parallel;
-        // A tactic name that parses back to the same options and that the tuner accepts as a variant.
-        const std::string name = conv_tactic_name(e.name, o);
-        std::string_view inst, suffix;
-        split_tactic_name(name, inst, suffix);
-        CHECK(inst == e.name);
-        ConvLaunchOptions back;
-        std::string why;
-        CHECK_MESSAGE(parse_conv_launch_suffix(suffix, back, why), why);
-        CHECK(same_launch(back, o));
-        CHECK(is_conv_launch_variant(e, o, d, dev));
+        check_conv_tactic_round_trip(e, o, d, dev);
         if (e.config.iterator == ConvIterator::tma_im2col) im2col_split = true;
       }
       CHECK(parallel <= 3);
@@ -148,15 +141,8 @@ TEST_CASE("conv cluster split-K: limits, proposals, names, refusals") {
       CHECK(rows * cols * o.cluster_k <= double(dev.sm_count) * sm90_conv_ctas_per_sm(e, dev));
       CHECK(check_conv_launch_options(o).ok());
       CHECK(sm90_conv_cluster_k_estimate(e, d, dev, o.cluster_k) < sm90_conv_cluster_k_estimate(e, d, dev, 1));
-      const std::string name = conv_tactic_name(e.name, o);
+      const std::string name = check_conv_tactic_round_trip(e, o, d, dev);
       CHECK(name == std::string(e.name) + "@ck" + std::to_string(o.cluster_k));
-      std::string_view inst, suffix;
-      split_tactic_name(name, inst, suffix);
-      ConvLaunchOptions back;
-      std::string why;
-      CHECK_MESSAGE(parse_conv_launch_suffix(suffix, back, why), why);
-      CHECK(same_launch(back, o));
-      CHECK(is_conv_launch_variant(e, o, d, dev));
     }
   }
   CHECK(proposed > 0);

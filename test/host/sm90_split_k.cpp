@@ -11,6 +11,7 @@
 
 #include "fake_device.hpp"
 #include "conv_problem.hpp"
+#include "conv_tactic_check.hpp"
 #include "ktune/conv.hpp"
 #include "ktune/conv/tactics.hpp"
 #include "ktune/gemm.hpp"
@@ -18,6 +19,7 @@
 #include "ktune/gemm/tactics.hpp"
 
 using namespace ktune;
+using ktune::test::check_conv_tactic_round_trip;
 using ktune::test::conv_problem;
 
 namespace {
@@ -143,14 +145,7 @@ TEST_CASE("sm90 split-K through conv: the gemm1x1 route offers split variants on
         if (o.split_k <= 1) continue;
         split = true;
         CHECK(conv_supports_split_k(e.config));
-        const std::string name = conv_tactic_name(e.name, o);
-        std::string_view inst, suffix;
-        split_tactic_name(name, inst, suffix);
-        ConvLaunchOptions back;
-        std::string why;
-        CHECK_MESSAGE(parse_conv_launch_suffix(suffix, back, why), why);
-        CHECK(same_launch(back, o));
-        CHECK(is_conv_launch_variant(e, o, d, dev));
+        check_conv_tactic_round_trip(e, o, d, dev);
       }
       if (e.config.iterator == ConvIterator::gemm1x1) {
         ++gemm1x1;
