@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm_problem.hpp"
 #include "gpu/test_util.cuh"
 
 using namespace kt;
@@ -117,17 +118,7 @@ TEST_CASE("bad input returns a Status and leaves every buffer untouched") {
   D.upload();
   Matrix bias = random_matrix(storage(DType::f16, 1, N, true), rng);
 
-  auto base = [&] {
-    GemmDesc d;
-    d.m = M;
-    d.n = N;
-    d.k = K;
-    d.ab_type = DType::f16;
-    d.a_layout = Layout::row;
-    d.b_layout = Layout::col;
-    d.d_type = DType::f16;
-    return d;
-  };
+  auto base = [&] { return ktune::test::tn_problem(DType::f16, M, N, K); };
   auto ops = [&] {
     GemmOperands o;
     o.a = A.data();

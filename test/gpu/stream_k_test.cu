@@ -313,13 +313,7 @@ KT_SK_CASE("stream-K: sanitizer target") {
   backend::device_info(dev);
   const auto instances = sk_instances(dev);
   if (instances.empty()) return;
-  std::vector<const GemmKernelEntry*> pick;
-  for (const GemmKernelEntry* e : instances) {
-    const bool pp = e->config.schedule == WgSchedule::pingpong;
-    if (e->config.math != MathOp::wgmma_bf16) continue;
-    if (std::none_of(pick.begin(), pick.end(), [&](const GemmKernelEntry* p) { return (p->config.schedule == WgSchedule::pingpong) == pp; }))
-      pick.push_back(e);
-  }
+  const auto pick = one_bf16_per_schedule(instances);
   Rng rng(12990);
   for (const GemmKernelEntry* e : pick) {
     const RandomOperands op = random_operands(*e, 2 * e->config.tile.m + 3, 2 * e->config.tile.n, 640, rng);  // 6 tiles

@@ -477,6 +477,18 @@ struct OutputCase {
   std::int64_t ldc_pad = 4, ldr_pad = 2;  // used when C / the residual are separate buffers
 };
 
+// One bf16 instance of each wgmma schedule (cooperative, ping-pong) among `instances`, the first of each:
+// the small sets the sanitizer targets run.
+inline std::vector<const GemmKernelEntry*> one_bf16_per_schedule(const std::vector<const GemmKernelEntry*>& instances) {
+  std::vector<const GemmKernelEntry*> pick;
+  for (const GemmKernelEntry* e : instances) {
+    if (e->config.math != MathOp::wgmma_bf16) continue;
+    if (std::none_of(pick.begin(), pick.end(), [&](const GemmKernelEntry* p) { return p->config.schedule == e->config.schedule; }))
+      pick.push_back(e);
+  }
+  return pick;
+}
+
 // Epilogues that a split K (split-K slices, stream-K pieces) must apply once, to the whole sum:
 // bias + ReLU (f16 D), alpha/beta with C aliasing D (bf16), alpha/beta + residual + GELU + clamp (f32),
 // bias + residual aliasing D + SiLU (bf16).

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm_problem.hpp"
 #include "gpu/test_util.cuh"
 #include "gpu/tuner_log.hpp"
 #include "ktune/tuner/cuda_backend.hpp"
@@ -48,13 +49,7 @@ struct AliasProblem {
   }
   explicit AliasProblem(int m = 384, int n = 320, int k = 256, std::uint64_t seed = 7) {
     Rng rng(seed);
-    desc.m = m;
-    desc.n = n;
-    desc.k = k;
-    desc.ab_type = DType::f16;
-    desc.d_type = DType::f16;
-    desc.a_layout = Layout::row;
-    desc.b_layout = Layout::col;
+    desc = ktune::test::tn_problem(DType::f16, m, n, k);
     desc.epilogue = bias_activation(Activation::relu);
     desc.epilogue.alpha = 1.25f;
     desc.epilogue.beta = 0.5f;

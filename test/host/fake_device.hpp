@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 
+#include "gemm_problem.hpp"
 #include "ktune/device.hpp"
 #include "ktune/problem.hpp"
 
@@ -18,16 +19,6 @@ inline DeviceInfo fake_h200() {
 }
 
 // bf16 'tn' (A row-major, B column-major) m x n x k, resolved.
-inline GemmDesc bf16_tn_desc(std::int64_t m, std::int64_t n, std::int64_t k) {
-  GemmDesc d;
-  d.m = m;
-  d.n = n;
-  d.k = k;
-  d.ab_type = DType::bf16;
-  d.d_type = DType::bf16;
-  d.a_layout = Layout::row;
-  d.b_layout = Layout::col;
-  return resolved(d);
-}
+inline GemmDesc bf16_tn_desc(std::int64_t m, std::int64_t n, std::int64_t k) { return resolved(tn_problem(DType::bf16, m, n, k)); }
 
 }  // namespace ktune::test

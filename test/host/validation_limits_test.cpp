@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "gemm_problem.hpp"
 #include "ktune/dispatch.hpp"
 #include "ktune/gemm/kernel/schedule.cuh"
 #include "ktune/gemm/tactics.hpp"
@@ -25,17 +26,7 @@ namespace {
 
 constexpr std::int64_t kMaxDim = (std::int64_t{1} << 31) - 257;
 
-GemmDesc f16_tn(std::int64_t m, std::int64_t n, std::int64_t k) {
-  GemmDesc d;
-  d.m = m;
-  d.n = n;
-  d.k = k;
-  d.ab_type = DType::f16;
-  d.d_type = DType::f16;
-  d.a_layout = Layout::row;
-  d.b_layout = Layout::col;
-  return d;
-}
+GemmDesc f16_tn(std::int64_t m, std::int64_t n, std::int64_t k) { return ktune::test::tn_problem(DType::f16, m, n, k); }
 
 // Buffers 1 TiB apart.
 GemmOperands far_ops() {
