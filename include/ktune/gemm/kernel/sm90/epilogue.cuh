@@ -29,6 +29,7 @@
 #include "ktune/epilogue/builtin.cuh"
 #include "ktune/epilogue/chunk.cuh"
 #include "ktune/gemm/kernel/params.cuh"
+#include "ktune/gemm/kernel/sm90/pipeline.cuh"
 #include "ktune/gemm/kernel/sm90/tma.cuh"
 #include "ktune/gemm/resource_model.hpp"
 
@@ -228,10 +229,41 @@ __device__ __forceinline__ void bias_prefetch(const void* bias, int es, int col0
   }
   __pipeline_commit();
 }
+// The wide store's bias through the TMA (Sm90WideStore::bias_bulk): one thread of the consumer warpgroup
+// copies the tile's slice bias[col0 .. col0 + WN) with one bulk copy (async proxy) that completes on the
+// buffer's mbarrier, so no consumer thread has a cp.async of its own in flight when it fences its store
+// buffers for the TMA: the proxy fence (MEMBAR.ALL.CTA in SASS) waits for the thread's outstanding memory
+// operations, cp.async copies included, i.e. for a global load queued behind the store traffic. Needs a
+// 16-byte aligned bias (the kernel checks) and whole 16 bytes up to N (the wide store's N % 64 = 0).
+template <int WN>
+__device__ __forceinline__ void bias_bulk_copy(const void* bias, int es, int col0, int n, char* dst, std::uint64_t* bar) {
+  const int cols = n - col0 < WN ? n - col0 : WN;
+  const std::uint32_t bytes = cols > 0 ? static_cast<std::uint32_t>(cols * es) : 0u;
+  (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, bar, bytes);
+  if (bytes > 0)
+    cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, dst,
+                             static_cast<const char*>(bias) + static_cast<std::int64_t>(col0) * es, bytes, bar);
+}
+
+// wait_parity (pipeline.cuh) on a 32-bit shared address (hand PTX: one register for the address where
+// cuda::ptx takes a generic pointer); the same 10 ms suspend-time hint. The kernel waits for a tile's
+// bias_bulk copy at the tile's start, before the accumulators are live: the same wait in the epilogue,
+// with all accumulators live, made ptxas spill (12 bytes, 128x256) in either form.
+__device__ __forceinline__ void wait_parity_shared(std::uint32_t bar, std::uint32_t parity) {
+  asm volatile(
+      "{\n .reg .pred done;\n"
+      "KTUNE_WAIT_PARITY:\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1, %2;\n"
+      " @!done bra KTUNE_WAIT_PARITY;\n}\n" ::"r"(bar),
+      "r"(parity), "n"(10'000'000)
+      : "memory");
+}
+
 // Every thread's copies are done, then the warpgroup's named barrier (3 for consumer 0, 4 for consumer
 // 1; 128 threads) shows them to all four warps. Immediate ids: a register id makes ptxas reserve all 16
 // barriers. Hand PTX: cuda::ptx has no named barrier.
 // deep: the copies were committed two tiles ahead (the wide store): the next tile's group may stay pending.
+// (Copies through the TMA, bias_bulk_copy, were waited for at the tile's start: no group is pending.)
 __device__ __forceinline__ void bias_wait(int consumer, bool deep = false) {
   if (deep) __pipeline_wait_prior(1);
   else __pipeline_wait_prior(0);
@@ -439,6 +471,7 @@ struct Sm90WideStore {
   int blocks = 2;  // 64-column blocks per operation: 1, 2 or 4 (at most the warp tile's)
   bool relu_in_pack = true;  // a fragment epilogue's ReLU in the conversion (cvt.rn.relu), not a pass of its own
   bool bias_deep = true;     // a third bias buffer after the store buffers: the bias copied two tiles ahead
+  bool bias_bulk = false;    // with bias_deep: the bias copied by the TMA (bias_bulk_copy), not cp.async
 };
 inline constexpr int sm90_wide_block_bytes = 2048, sm90_wide_max_buffers = 8;
 template <class ML>
@@ -451,6 +484,12 @@ constexpr int sm90_wide_warp_bytes(int free_bytes, int warps, int op_bytes) { re
 constexpr int sm90_wide_spare_bytes(int free_bytes, int warps, int blocks) {
   return free_bytes - warps * sm90_wide_warp_bytes(free_bytes, warps, blocks * sm90_wide_block_bytes);
 }
+// Where the third bias buffers start in that region (after the warps' store buffers), and the bytes they
+// take with the mbarriers of the bias_bulk copies (3 per consumer warpgroup, after the buffers).
+constexpr int sm90_wide_bias_offset(int free_bytes, int warps, int blocks) {
+  return free_bytes - sm90_wide_spare_bytes(free_bytes, warps, blocks);
+}
+constexpr int sm90_wide_bias_bytes(int warps, int warp_n, bool bulk) { return warps / 4 * (warp_n * 4 + (bulk ? 3 * 8 : 0)); }
 constexpr int sm90_wide_buffers(int free_bytes, int warps, int op_bytes) {
   const int n = sm90_wide_warp_bytes(free_bytes, warps, op_bytes) / op_bytes;
   return n < sm90_wide_max_buffers ? n : sm90_wide_max_buffers;
@@ -463,7 +502,8 @@ constexpr int sm90_wide_buffers(int free_bytes, int warps, int op_bytes) {
 // KTUNE_SM90_WIDE_BLOCKS=b (1, 2, 4: 64-column blocks per operation, at most warp_n / 64),
 // KTUNE_SM90_WIDE_KTILES=k (the most k-tiles per tile that go wide), KTUNE_SM90_WIDE_RELU_IN_PACK=0 (the
 // fragment epilogue's ReLU as its own pass over the accumulators), KTUNE_SM90_WIDE_BIAS_AHEAD=1 (the bias
-// copied one tile ahead, as without the wide store, instead of two).
+// copied one tile ahead, as without the wide store, instead of two), KTUNE_SM90_WIDE_BIAS_BULK=1 (the bias
+// two tiles ahead through the TMA instead of cp.async: bias_bulk_copy).
 inline Sm90WideStore sm90_wide_store_choice(int stages, int k_tiles, int stage_bytes, int staging_bytes, int warps, int warp_n) {
   auto env = [](const char* name, int fallback) {
     const char* v = std::getenv(name);
@@ -474,6 +514,7 @@ inline Sm90WideStore sm90_wide_store_choice(int stages, int k_tiles, int stage_b
   static const int max_k_tiles = env("KTUNE_SM90_WIDE_KTILES", 2);
   static const bool relu_in_pack = env("KTUNE_SM90_WIDE_RELU_IN_PACK", 1) != 0;
   static const bool bias_deep = env("KTUNE_SM90_WIDE_BIAS_AHEAD", 2) >= 2;
+  static const bool bias_bulk = env("KTUNE_SM90_WIDE_BIAS_BULK", 0) != 0;
   Sm90WideStore w;
   w.relu_in_pack = relu_in_pack;
   w.ring = ring_wanted < stages - 1 ? ring_wanted : stages - 1;
@@ -485,8 +526,9 @@ inline Sm90WideStore sm90_wide_store_choice(int stages, int k_tiles, int stage_b
   if (w.ring < 1 || w.ring >= stages || k_tiles > max_k_tiles ||
       sm90_wide_buffers((stages - w.ring) * stage_bytes + staging_bytes, warps, w.blocks * sm90_wide_block_bytes) < 2)
     return {};
-  w.bias_deep = bias_deep && sm90_wide_spare_bytes((stages - w.ring) * stage_bytes + staging_bytes, warps, w.blocks) >=
-                                 warps / 4 * warp_n * 4;
+  const int spare = sm90_wide_spare_bytes((stages - w.ring) * stage_bytes + staging_bytes, warps, w.blocks);
+  w.bias_deep = bias_deep && spare >= sm90_wide_bias_bytes(warps, warp_n, false);
+  w.bias_bulk = w.bias_deep && bias_bulk && spare >= sm90_wide_bias_bytes(warps, warp_n, true);
   return w;
 }
 

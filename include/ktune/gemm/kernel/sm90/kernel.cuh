@@ -167,6 +167,16 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   const unsigned rank = cluster > 1 ? cuda::ptx::get_sreg_cluster_ctarank() : 0u;
   // CTAs that share (multicast) a slot's operands: the cluster, but 1 where the cluster splits K.
   const unsigned mcast = ClusterK ? 1u : cluster;
+  // Wide store: the third bias buffers after the consumer warps' store buffers in the ring stages the
+  // mainloop does not walk, and the bias_bulk mbarriers (3 per consumer warpgroup) at the end of that
+  // region, i.e. just before the bias buffers: a constant offset (epilogue.cuh: sm90_wide_bias_bytes).
+  auto wide_bias_area = [&] {
+    const int free_bytes = (S - wide.ring) * ML::stage_bytes + sm90_kernel_staging_bytes(C, Sch);
+    return ring + wide.ring * ML::stage_bytes + sm90_wide_bias_offset(free_bytes, 4 * consumer_wgs, wide.blocks);
+  };
+  auto bias_bulk_bar = [&](int i) { return reinterpret_cast<std::uint64_t*>(ring + bias_offset) - 3 * consumer_wgs + i; };
+  if (threadIdx.x == 0 && wide.ring > 0 && wide.bias_bulk)  // (pipe.init's fence covers these)
+    for (int i = 0; i < 3 * consumer_wgs; ++i) cuda::ptx::mbarrier_init(bias_bulk_bar(i), 1u);
   if (threadIdx.x == 0) pipe.init(4 * slot_readers * static_cast<int>(mcast));
   if (cluster > 1) {  // the peer's TMA and arrivals reach this CTA's barriers: all initialised first
     cuda::ptx::barrier_cluster_arrive();
@@ -273,12 +283,19 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     constexpr int bias_buffer_bytes = ML::WN * 4;
     auto bias_buffer = [&](int b) {
       if (b < 2) return ring + bias_offset + (2 * cw + b) * bias_buffer_bytes;
-      const int free_bytes = (S - wide.ring) * ML::stage_bytes + sm90_kernel_staging_bytes(C, Sch);
-      return ring + wide.ring * ML::stage_bytes + (free_bytes - sm90_wide_spare_bytes(free_bytes, 4 * consumer_wgs, wide.blocks)) +
-             cw * bias_buffer_bytes;
+      return wide_bias_area() + cw * bias_buffer_bytes;
     };
     auto col0_of = [&](int unit) { return tile_of(unit).n * C.tile.n + ML::wg_col0(sub); };
+    // The deep bias through the TMA (epilogue.cuh: bias_bulk_copy; 16-byte aligned bias only): buffer b's
+    // copies complete on mbarrier 3 * cw + b, one phase per use.
+    // (A lambda of kernel parameters, not a register held across the mainloop: the consumers have none.)
+    auto bias_bulk = [&] { return bias_deep && wide.bias_bulk && (reinterpret_cast<std::uintptr_t>(p.ep.bias) & 15) == 0; };
     auto prefetch_bias = [&](int col0, int b) {
+      if (bias_bulk()) {
+        if ((threadIdx.x & 127) == 0)
+          bias_bulk_copy<ML::WN>(p.ep.bias, size_of(p.d_type), col0, p.n, bias_buffer(b), bias_bulk_bar(3 * cw + b));
+        return;
+      }
       bias_prefetch<ML::WN>(p.ep.bias, size_of(p.d_type), col0, p.n, bias_buffer(b), static_cast<int>(threadIdx.x & 127));
     };
     if constexpr (std::is_same_v<Epi, epilogue::Builtin>) {
@@ -315,6 +332,11 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       const int row0 = tc.m * C.tile.m + ML::wg_row0(sub) + 16 * warp_in_wg;
       const int col0 = tc.n * C.tile.n + ML::wg_col0(sub);
       const int buffer = bias_deep ? local % 3 : local & 1;
+      // The bias copied through the TMA (use local / 3 of buffer `buffer`): waited for here, where the
+      // accumulators are not live yet (the epilogue has no registers for the wait loop); copied two tiles ago.
+      if (bias_bulk())
+        wait_parity_shared(static_cast<std::uint32_t>(__cvta_generic_to_shared(bias_bulk_bar(3 * cw + buffer))),
+                           static_cast<std::uint32_t>(local / 3) & 1u);
       ++local;
       const int next = PingPong ? next_work(next_work(unit)) : next_work(unit);  // this consumer's next tile
       const int next_col0 = bias_ahead && !bias_deep && more_work(next) ? col0_of(next) : -1;
