@@ -472,6 +472,7 @@ struct Sm90WideStore {
   bool relu_in_pack = true;  // a fragment epilogue's ReLU in the conversion (cvt.rn.relu), not a pass of its own
   bool bias_deep = true;     // a third bias buffer after the store buffers: the bias copied two tiles ahead
   bool bias_bulk = false;    // with bias_deep: the bias copied by the TMA (bias_bulk_copy), not cp.async
+  int raster = 0;            // > 0: the tiles' raster group for this launch (1: row-major tile order), not the option's
 };
 inline constexpr int sm90_wide_block_bytes = 2048, sm90_wide_max_buffers = 8;
 template <class ML>
@@ -503,7 +504,8 @@ constexpr int sm90_wide_buffers(int free_bytes, int warps, int op_bytes) {
 // KTUNE_SM90_WIDE_KTILES=k (the most k-tiles per tile that go wide), KTUNE_SM90_WIDE_RELU_IN_PACK=0 (the
 // fragment epilogue's ReLU as its own pass over the accumulators), KTUNE_SM90_WIDE_BIAS_AHEAD=1 (the bias
 // copied one tile ahead, as without the wide store, instead of two), KTUNE_SM90_WIDE_BIAS_BULK=1 (the bias
-// two tiles ahead through the TMA instead of cp.async: bias_bulk_copy).
+// two tiles ahead through the TMA instead of cp.async: bias_bulk_copy), KTUNE_SM90_WIDE_RASTER=g (the tiles'
+// raster group, e.g. 1: row-major tile order, so the CTAs' concurrent tiles cover whole rows of D).
 inline Sm90WideStore sm90_wide_store_choice(int stages, int k_tiles, int stage_bytes, int staging_bytes, int warps, int warp_n) {
   auto env = [](const char* name, int fallback) {
     const char* v = std::getenv(name);
@@ -515,8 +517,10 @@ inline Sm90WideStore sm90_wide_store_choice(int stages, int k_tiles, int stage_b
   static const bool relu_in_pack = env("KTUNE_SM90_WIDE_RELU_IN_PACK", 1) != 0;
   static const bool bias_deep = env("KTUNE_SM90_WIDE_BIAS_AHEAD", 2) >= 2;
   static const bool bias_bulk = env("KTUNE_SM90_WIDE_BIAS_BULK", 0) != 0;
+  static const int raster = env("KTUNE_SM90_WIDE_RASTER", 0);
   Sm90WideStore w;
   w.relu_in_pack = relu_in_pack;
+  w.raster = raster > 0 && raster <= max_raster_group ? raster : 0;
   w.ring = ring_wanted < stages - 1 ? ring_wanted : stages - 1;
   // The mainloop keeps one k-tile's wgmmas in flight and releases its slot only after the next k-tile's
   // wait: with 2 k-tiles per tile a ring of 1 stage would deadlock (s6-batchB: RING=1, K = 120 hung).

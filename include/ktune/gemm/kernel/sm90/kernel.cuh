@@ -215,7 +215,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   const int tile_rank = cluster_k ? 0 : static_cast<int>(rank);  // this CTA's tile of its unit
   auto tile_of = [&](int w) {
     const int unit = split ? w / p.split_k : streamk ? stream_k_tile(p.sk, w) : w;
-    const TileCoord u = grouped_raster(unit, units_m, units_n, p.raster_group);
+    const TileCoord u = grouped_raster(unit, units_m, units_n, wide.raster > 0 ? wide.raster : p.raster_group);
     return ML::pair_m ? TileCoord{u.m * tl + tile_rank, u.n} : TileCoord{u.m, u.n * tl + tile_rank};
   };
   const int wg = threadIdx.x / 128;
