@@ -26,7 +26,6 @@
 // awaited pieces are first segments, computed without waiting, and all CTAs are resident (the launcher
 // runs at most the resident CTAs).
 #pragma once
-#include <cuda/atomic>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -254,7 +253,7 @@ __device__ __forceinline__ bool stream_k_fixup(typename ML::Accumulators& acc, c
     split_bar_sync(consumer);
     if ((threadIdx.x & 127) == 0) {
       __threadfence();
-      cuda::atomic_ref<int, cuda::thread_scope_device>(p.semaphores[b * ML::consumers + sub]).store(1, cuda::memory_order_release);
+      __nv_atomic_store_n(&p.semaphores[b * ML::consumers + sub], 1, __NV_ATOMIC_RELEASE, __NV_THREAD_SCOPE_DEVICE);
     }
     return false;
   }
@@ -263,14 +262,17 @@ __device__ __forceinline__ bool stream_k_fixup(typename ML::Accumulators& acc, c
 #pragma unroll 1
   for (int c = b + 1; c < p.sk.ctas && stream_k_begin(p.sk, c) < tile_end; ++c) {
     if ((threadIdx.x & 127) == 0) {
-      cuda::atomic_ref<int, cuda::thread_scope_device> flag(p.semaphores[c * ML::consumers + sub]);
+      // The compiler's scoped atomics (st.release.gpu / ld.acquire.gpu, as cuda::atomic_ref emits): <cuda/atomic>
+      // added ~31k preprocessed lines (<cuda/std/atomic>, <chrono>, <sstream>) and ~3.5 s of CPU to every
+      // instance TU that includes this header (notes/build-time.md).
+      int* flag = &p.semaphores[c * ML::consumers + sub];
       // Bounded: a piece that never comes (a CTA not resident, a bug) ends the launch with an error
       // after ~2^26 polls (seconds) instead of hanging the device.
-      for (unsigned polls = 0; flag.load(cuda::memory_order_acquire) == 0; ++polls) {
+      for (unsigned polls = 0; __nv_atomic_load_n(flag, __NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_DEVICE) == 0; ++polls) {
         if (polls > (1u << 26)) __trap();
         if (polls > 64) __nanosleep(100);
       }
-      flag.store(0, cuda::memory_order_relaxed);  // left zero for the next launch
+      __nv_atomic_store_n(flag, 0, __NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_DEVICE);  // left zero for the next launch
     }
     split_bar_sync(consumer);
     add_partial_fragments<ML>(acc, p.partials + static_cast<std::int64_t>(c * ML::consumers + sub) * sub_floats, warp_row, m, n);
