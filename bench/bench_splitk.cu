@@ -14,6 +14,8 @@
 // store's 16-byte row-segment form against its staged form, same D buffers);
 // --sk also times the stream-K tactic (@sk) of every instance that takes it ([proposed] where
 // launch_variants would time it);
+// --cluster also times cluster split-K (@split<N>c<C>) with every cluster size 4, 8, 16 (2 up to 8 slices)
+// dividing N in {2, 4, ..., 256}, on the instances that take it (sm90 devices);
 // --benchmark_* arguments (scripts/gpu-check.sh) mean --quick (2 shapes, small-tile instances).
 #include <cuda_runtime.h>
 
@@ -61,7 +63,7 @@ int fail(const Status& s, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, sweep = false, tuned = false, store_ab = false, streamk = false;
+  bool quick = false, sweep = false, tuned = false, store_ab = false, streamk = false, cluster = false;
   int top = 5, raster = 0;
   std::string only, filter;
   for (int i = 1; i < argc; ++i) {
@@ -73,10 +75,11 @@ int main(int argc, char** argv) {
     else if (a == "--filter" && i + 1 < argc) filter = argv[++i];
     else if (a == "--tuned") tuned = true;
     else if (a == "--sk") streamk = true;
+    else if (a == "--cluster") cluster = true;
     else if (a == "--store-ab") store_ab = true;
     else if (a == "--raster" && i + 1 < argc) raster = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--quick] [--sweep] [--top N] [--shape MxNxK] [--filter A|B|...] [--tuned] [--store-ab] [--raster G] [--sk]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--sweep] [--top N] [--shape MxNxK] [--filter A|B|...] [--tuned] [--store-ab] [--raster G] [--sk] [--cluster]\n", argv[0]);
       return 2;
     }
   }
@@ -168,7 +171,7 @@ int main(int argc, char** argv) {
       const std::vector<GemmLaunchOptions> proposed = split_k_variants(*e, d, dev);
       auto is_proposed = [&](const GemmLaunchOptions& lo) {
         return std::any_of(proposed.begin(), proposed.end(), [&](const GemmLaunchOptions& p) {
-          return p.split_k == lo.split_k && (lo.split_k == 1 || p.split_mode == lo.split_mode);
+          return p.split_k == lo.split_k && (lo.split_k == 1 || (p.split_mode == lo.split_mode && p.split_cluster == lo.split_cluster));
         });
       };
       std::vector<GemmLaunchOptions> los = proposed;
@@ -182,6 +185,18 @@ int main(int argc, char** argv) {
             lo.split_k = sk;
             lo.split_mode = mode;
             los.push_back(lo);
+          }
+      }
+      if (cluster && supports_cluster_split_k(e->config) && dev.cc >= 90) {  // cluster mode: every size dividing the split
+        const std::int64_t k_tiles = (d.k + e->config.tile.k - 1) / e->config.tile.k;
+        for (int sk : {2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256})
+          for (int cl : {2, 4, 8, 16}) {
+            if (sk % cl != 0 || sk > k_tiles || (cl == 2 && sk > 8)) continue;
+            GemmLaunchOptions lo;
+            lo.split_k = sk;
+            lo.split_mode = SplitKMode::cluster;
+            lo.split_cluster = cl;
+            if (std::none_of(los.begin(), los.end(), [&](const GemmLaunchOptions& x) { return same_launch(x, lo); })) los.push_back(lo);
           }
       }
       if (streamk && supports_stream_k(e->config)) {

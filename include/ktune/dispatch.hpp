@@ -14,6 +14,7 @@
 #include "ktune/arch.hpp"
 #include "ktune/gemm/config.hpp"
 #include "ktune/gemm/resource_model.hpp"
+#include "ktune/gemm/split_k_support.hpp"
 #include "ktune/problem.hpp"
 
 namespace ktune {
@@ -24,7 +25,12 @@ namespace ktune {
 //              deterministic (bit-identical run to run), one kernel.
 //   parallel — every slice stores fp32 partials; a second kernel adds them in slice order and applies
 //              the epilogue. Also deterministic; no semaphores, two kernels.
-enum class SplitKMode { serial, parallel };
+//   cluster  — (sm80 small-M instances on sm90 devices: supports_cluster_split_k) the slices run in
+//              thread-block clusters of split_cluster CTAs that add their tiles through distributed
+//              shared memory (each CTA a part of the tile); with more than one cluster per tile, the
+//              last cluster to arrive at each part adds the clusters' sums. Deterministic (ranks, then
+//              clusters, in order: not the same bits as serial/parallel), one kernel.
+enum class SplitKMode { serial, parallel, cluster };
 
 struct GemmLaunchOptions {
   int raster_group = 8;  // tiles are visited in groups of this many tile-rows, for L2 reuse
@@ -38,6 +44,8 @@ struct GemmLaunchOptions {
   // workspace_size function support only 1. The epilogue is applied once, to the whole sum.
   int split_k = 1;
   SplitKMode split_mode = SplitKMode::serial;
+  // SplitKMode::cluster: CTAs per cluster (2..max_split_cluster, dividing split_k); 1 otherwise.
+  int split_cluster = 1;
   // sm90 (wgmma) instances: stream-K tile scheduling (gemm/split_k.hpp, kernel/schedule.cuh): whole
   // waves of tiles data-parallel, the k-iterations of the rest spread evenly over the resident CTAs,
   // split tiles summed in a fixed order through the workspace. Excludes split_k > 1 and cluster = 2.
@@ -80,9 +88,18 @@ inline Status check_launch_option_ranges(const GemmLaunchOptions& o) {
   if (o.split_k < 1 || o.split_k > max_split_k)
     return error(StatusCode::invalid_argument, "split_k must be in [1, " + std::to_string(max_split_k) + "], got " +
                                                    std::to_string(o.split_k));
-  if (o.split_mode != SplitKMode::serial && o.split_mode != SplitKMode::parallel)
+  if (o.split_mode != SplitKMode::serial && o.split_mode != SplitKMode::parallel && o.split_mode != SplitKMode::cluster)
     return error(StatusCode::invalid_argument,
                  "unknown split_mode (SplitKMode value " + std::to_string(static_cast<int>(o.split_mode)) + ")");
+  if (o.split_k > 1 && o.split_mode == SplitKMode::cluster) {
+    if (o.split_cluster < 2 || o.split_cluster > max_split_cluster || o.split_k % o.split_cluster != 0)
+      return error(StatusCode::invalid_argument, "cluster split-K needs split_cluster in [2, " + std::to_string(max_split_cluster) +
+                                                     "] dividing split_k=" + std::to_string(o.split_k) + ", got " +
+                                                     std::to_string(o.split_cluster));
+  } else if (o.split_cluster != 1) {
+    return error(StatusCode::invalid_argument, "split_cluster=" + std::to_string(o.split_cluster) +
+                                                   " needs split_k > 1 with split_mode = SplitKMode::cluster");
+  }
   // The other knobs a caller may set: out of range is an error, never clamped silently.
   if (o.raster_group < 1 || o.raster_group > max_raster_group)
     return error(StatusCode::invalid_argument, "raster_group must be in [1, " + std::to_string(max_raster_group) +
@@ -104,8 +121,10 @@ inline Status check_launch_options(const GemmKernelEntry& e, const GemmLaunchOpt
   if (o.split_k > 1 && (e.workspace_size == nullptr || is_route(e)))  // a route's workspace holds its copies
     return error(StatusCode::unsupported, "instance " + std::string(e.name) + " does not support split-K (split_k=" +
                                               std::to_string(o.split_k) + ")");
-  // (supports_stream_k, gemm/split_k.hpp: sm90 wgmma instances with warpgroup tiles up to 64x128.)
-  if (o.stream_k && (!is_wgmma(e.config.math) || e.config.warp.m * e.config.warp.n > 64 * 128 || e.workspace_size == nullptr || is_route(e)))
+  if (o.split_k > 1 && o.split_mode == SplitKMode::cluster && !supports_cluster_split_k(e.config))
+    return error(StatusCode::unsupported, "instance " + std::string(e.name) +
+                                              " does not support cluster split-K (sm80 mma.sync instances with tiles of at most 32 rows)");
+  if (o.stream_k && (!supports_stream_k(e.config) || e.workspace_size == nullptr || is_route(e)))
     return error(StatusCode::unsupported, "instance " + std::string(e.name) +
                                               " does not support stream-K (sm90 wgmma instances with warpgroup tiles up to 64x128)");
   return {};

@@ -3,7 +3,9 @@
 // divisible by the split, K < split·BK, odd ldd) for one instance of every split-capable family, the
 // epilogue applied once to the whole sum (beta with C aliasing D, bias + relu, residual, clamp), serial
 // mode bit-identical across runs, a too-small caller workspace rejected with nothing written, a
-// caller workspace full of garbage, and the small-M (decode) family on its target shapes.
+// caller workspace full of garbage, and the small-M (decode) family on its target shapes. Cluster mode
+// (SplitKMode::cluster, sm90 devices): every cluster size on the same edge shapes, one and several
+// clusters per tile, the epilogue once, bit-identity with garbage workspaces, refusals, a CUDA graph.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -40,7 +42,9 @@ const std::vector<SplitShape>& split_shapes() {
 constexpr int kSplits[] = {1, 2, 3, 5, 8, 13};  // 5, 8, 13: several slice groups (13: 4+4+4+1; empty slices at small K)
 constexpr SplitKMode kModes[] = {SplitKMode::serial, SplitKMode::parallel};
 
-const char* mode_name(SplitKMode m) { return m == SplitKMode::serial ? "serial" : "parallel"; }
+const char* mode_name(SplitKMode m) {
+  return m == SplitKMode::serial ? "serial" : m == SplitKMode::parallel ? "parallel" : "cluster";
+}
 
 // One split-capable instance per family (f16/bf16 tn where the family has it), runnable here.
 std::vector<const GemmKernelEntry*> split_instances(const DeviceInfo& dev) {
@@ -349,5 +353,239 @@ TEST_CASE("split-K inside a CUDA graph: first use on a capturing stream, replaye
     KT_CUDA(cudaGraphExecDestroy(ge));
     KT_CUDA(cudaGraphDestroy(g));
     KT_CUDA(cudaStreamDestroy(s));
+  }
+}
+
+// ---- Cluster mode (SplitKMode::cluster: slices summed in thread-block clusters through distributed
+// shared memory, then across clusters by the last to arrive; sm80 tiles of at most 32 rows, sm90 devices)
+
+namespace {
+
+GemmLaunchOptions cluster_split(int s, int cl) {
+  GemmLaunchOptions o;
+  o.split_k = s;
+  o.split_mode = SplitKMode::cluster;
+  o.split_cluster = cl;
+  return o;
+}
+
+// One cluster-capable instance per family (bf16, B column-major: the decode layout), runnable here.
+std::vector<const GemmKernelEntry*> cluster_instances(const DeviceInfo& dev) {
+  std::map<std::string_view, const GemmKernelEntry*> pick;
+  for (const auto& e : gemm_table().entries()) {
+    if (!supports_cluster_split_k(e.config) || e.workspace_size == nullptr || is_route(e) || !runs_on_device(e, dev).ok()) continue;
+    if (e.config.math != MathOp::mma_bf16 || e.config.b_layout != Layout::col) continue;
+    auto& p = pick[e.family];
+    if (p == nullptr || e.config.tile.k > p->config.tile.k) p = &e;  // 16x64x128 / 32x64x128 over 16x128x64
+  }
+  std::vector<const GemmKernelEntry*> out;
+  for (auto& [f, e] : pick) out.push_back(e);
+  return out;
+}
+
+// (split_k, CTAs per cluster): one cluster per tile (2/2 .. 16/16, 3 and 6: sizes that are not powers of
+// two), several (16/4, 24/8, 64/8, 48/16), more slices than k-tiles at small K (empty slices add zeros).
+constexpr std::pair<int, int> kClusterSplits[] = {{2, 2}, {3, 3}, {4, 4}, {6, 6}, {8, 8}, {16, 16}, {16, 4}, {24, 8}, {64, 8}, {48, 16}};
+
+}  // namespace
+
+TEST_CASE("cluster split-K: every cluster size on edge shapes matches the float64 reference") {
+  DeviceInfo dev;
+  backend::device_info(dev);
+  const auto instances = cluster_instances(dev);
+  REQUIRE_FALSE(instances.empty());
+  if (dev.cc < 90) {  // no clusters: refused, nothing launched
+    Rng rng(1300);
+    const Operands op = random_operands(*instances.front(), 16, 64, 256, rng);
+    OutputCase oc;
+    const RunResult r = run_checked(op.A, op.B, op.acc, instances.front()->config.math, oc, instances.front()->name.data(), rng,
+                                    nullptr, cluster_split(4, 4));
+    CHECK(r.status.code() == StatusCode::unsupported);
+    return;
+  }
+  std::uint64_t seed = 1300;
+  int runs = 0;
+  for (const GemmKernelEntry* e : instances)
+    for (const SplitShape& sh : split_shapes()) {
+      Rng rng(seed++);
+      if (sh.k % e->config.align != 0) continue;
+      const Operands op = random_operands(*e, sh.m, sh.n, sh.k, rng);
+      for (DType out : {DType::f32, DType::bf16})
+        for (auto [s, cl] : kClusterSplits) {
+          OutputCase oc;
+          oc.d_type = out;
+          oc.ldd_pad = sh.pad_d;
+          const RunResult r = run_checked(op.A, op.B, op.acc, e->config.math, oc, e->name.data(), rng, nullptr, cluster_split(s, cl));
+          ++runs;
+          CHECK_MESSAGE(r.status.ok(), e->name << " split " << s << "c" << cl << " " << sh.what << ": " << r.status.to_string());
+          if (r.status.ok())
+            CHECK_MESSAGE(r.check.ok(tolerance(e->config.math, out)),
+                          e->name << " split " << s << "c" << cl << " " << sh.what << " out " << to_string(out) << ": " << r.check.summary());
+        }
+    }
+  MESSAGE(runs << " cluster split-K runs over " << instances.size() << " instances");
+}
+
+TEST_CASE("cluster split-K: the epilogue is applied once, to the whole sum (one and several clusters per tile)") {
+  DeviceInfo dev;
+  backend::device_info(dev);
+  const auto instances = cluster_instances(dev);
+  REQUIRE_FALSE(instances.empty());
+  if (dev.cc < 90) return;  // refusal: previous case
+  const auto cases = whole_sum_epilogue_cases();
+  std::uint64_t seed = 1400;
+  for (const GemmKernelEntry* e : instances) {
+    Rng rng(seed++);
+    const Operands op = random_operands(*e, 33, 200, 3000, rng);
+    for (auto& [what, oc0] : cases)
+      for (DType out : {DType::f32, DType::bf16})
+        for (auto [s, cl] : {std::pair{8, 8}, std::pair{16, 4}}) {
+          OutputCase oc = oc0;
+          oc.d_type = out;
+          const RunResult r = run_checked(op.A, op.B, op.acc, e->config.math, oc, e->name.data(), rng, nullptr, cluster_split(s, cl));
+          CHECK_MESSAGE(r.status.ok(), e->name << " " << what << ": " << r.status.to_string());
+          if (r.status.ok())
+            CHECK_MESSAGE(r.check.ok(tolerance(e->config.math, out)),
+                          e->name << " split " << s << "c" << cl << " " << what << " out " << to_string(out) << ": " << r.check.summary());
+        }
+  }
+}
+
+TEST_CASE("cluster split-K: bit-identical across runs with a caller workspace full of garbage") {
+  DeviceInfo dev;
+  backend::device_info(dev);
+  const auto instances = cluster_instances(dev);
+  REQUIRE_FALSE(instances.empty());
+  if (dev.cc < 90) return;
+  std::uint64_t seed = 1500;
+  for (const GemmKernelEntry* e : instances) {
+    Rng rng(seed++);
+    const Operands op = random_operands(*e, 64, 136, 16384, rng);
+    for (auto [s, cl] : {std::pair{8, 8}, std::pair{64, 8}, std::pair{256, 16}, std::pair{128, 2}}) {
+      Direct x = direct_problem(*e, op, DType::f32);
+      GemmOptions opt;
+      opt.instance = e->name.data();
+      opt.launch = cluster_split(s, cl);
+      const std::size_t need = gemm_workspace_size(x.d, opt);
+      CHECK((s == cl) == (need == 0));  // one cluster per tile: no workspace at all
+      DeviceBuffer ws(std::max<std::size_t>(need, 256));
+      std::vector<std::vector<unsigned char>> images;
+      for (int run = 0; run < 3; ++run) {
+        KT_CUDA(cudaMemset(ws.ptr, run == 0 ? 0xFF : 0x5A, std::max<std::size_t>(need, 256)));
+        KT_CUDA(cudaMemset(x.D.data(), 0xFF, static_cast<std::size_t>(x.d.m * x.d.n * 4)));
+        x.ops.workspace = need > 0 ? ws.ptr : nullptr;
+        x.ops.workspace_bytes = need;
+        const Status st = gemm(x.d, x.ops, nullptr, opt);
+        REQUIRE_MESSAGE(st.ok(), st.to_string());
+        backend::sync(nullptr);
+        images.push_back(x.D.download());
+      }
+      CHECK_MESSAGE(images[0] == images[1], e->name << " split " << s << "c" << cl << " differs run to run");
+      CHECK_MESSAGE(images[1] == images[2], e->name << " split " << s << "c" << cl << " differs run to run");
+      const Check c = check_image(x.D.st, images[0], op.acc);
+      CHECK_MESSAGE(c.ok(tolerance(e->config.math, DType::f32)), e->name << " split " << s << "c" << cl << ": " << c.summary());
+    }
+  }
+}
+
+TEST_CASE("cluster split-K: bad options and short workspaces are refused, nothing written") {
+  DeviceInfo dev;
+  backend::device_info(dev);
+  const auto instances = cluster_instances(dev);
+  REQUIRE_FALSE(instances.empty());
+  const GemmKernelEntry* e = instances.front();
+  Rng rng(1600);
+  const Operands op = random_operands(*e, 40, 136, 4096, rng);
+  auto expect_refused = [&](const GemmKernelEntry& inst, const GemmLaunchOptions& lo, StatusCode code, std::size_t ws_bytes) {
+    Direct x = direct_problem(inst, op, DType::bf16);
+    DeviceBuffer ws(std::max<std::size_t>(ws_bytes, 256));
+    KT_CUDA(cudaMemset(ws.ptr, 0x77, std::max<std::size_t>(ws_bytes, 256)));
+    x.ops.workspace = ws.ptr;
+    x.ops.workspace_bytes = ws_bytes;
+    GemmOptions opt;
+    opt.instance = inst.name.data();
+    opt.launch = lo;
+    const Status st = gemm(x.d, x.ops, nullptr, opt);
+    CHECK_MESSAGE(st.code() == code, inst.name << "@" << launch_suffix(lo) << ": " << st.to_string());
+    CHECK(inst.launch(resolved(x.d), x.ops, lo, nullptr).code() == code);  // the launcher itself too
+    backend::sync(nullptr);
+    const auto img = x.D.download();
+    CHECK(std::all_of(img.begin(), img.end(), [](unsigned char b) { return b == kPoison; }));
+    std::vector<unsigned char> w(std::max<std::size_t>(ws_bytes, 256));
+    backend::to_host(w.data(), ws.ptr, w.size());
+    CHECK(std::all_of(w.begin(), w.end(), [](unsigned char b) { return b == 0x77; }));
+  };
+  expect_refused(*e, cluster_split(12, 8), StatusCode::invalid_argument, 1 << 20);  // 8 does not divide 12
+  expect_refused(*e, cluster_split(32, 32), StatusCode::invalid_argument, 1 << 20);  // above max_split_cluster
+  expect_refused(*e, cluster_split(8, 1), StatusCode::invalid_argument, 1 << 20);
+  GemmLaunchOptions stray = split(8, SplitKMode::parallel);
+  stray.split_cluster = 4;  // a cluster size without cluster mode
+  expect_refused(*e, stray, StatusCode::invalid_argument, 1 << 20);
+  if (dev.cc >= 90) {
+    GemmDesc d;
+    d.m = 40;
+    d.n = 136;
+    d.k = 4096;
+    d.ab_type = e->config.operand();
+    d.a_layout = e->config.a_layout;
+    d.b_layout = e->config.b_layout;
+    d.d_type = DType::bf16;
+    const std::size_t need = workspace_bytes_for(*e, resolved(d), cluster_split(32, 8));
+    REQUIRE(need > 0);
+    expect_refused(*e, cluster_split(32, 8), StatusCode::invalid_argument, need - 4);
+  }
+  // Instances outside the cluster-capable set refuse it (unsupported).
+  for (const auto& other : gemm_table().entries())
+    if (other.workspace_size != nullptr && !is_route(other) && !supports_cluster_split_k(other.config) &&
+        other.config.a_layout == e->config.a_layout && other.config.b_layout == e->config.b_layout &&
+        other.config.operand() == e->config.operand() && runs_on_device(other, dev).ok()) {
+      CHECK(check_launch_options(other, cluster_split(8, 4)).code() == StatusCode::unsupported);
+      expect_refused(other, cluster_split(8, 4), StatusCode::unsupported, 1 << 20);
+      break;
+    }
+}
+
+TEST_CASE("cluster split-K inside a CUDA graph: first use on a capturing stream, replayed") {
+  DeviceInfo dev;
+  backend::device_info(dev);
+  const auto instances = cluster_instances(dev);
+  REQUIRE_FALSE(instances.empty());
+  if (dev.cc < 90) return;
+  const GemmKernelEntry* e = instances.front();
+  Rng rng(1700);
+  const Operands op = random_operands(*e, 24, 200, 4096, rng);
+  for (auto [s, cl] : {std::pair{8, 8}, std::pair{16, 4}}) {
+    cudaStream_t st_ = nullptr;  // fresh: no pooled counters yet, none allocated while capturing
+    KT_CUDA(cudaStreamCreateWithFlags(&st_, cudaStreamNonBlocking));
+    Direct x = direct_problem(*e, op, DType::f32);
+    GemmOptions opt;
+    opt.instance = e->name.data();
+    opt.launch = cluster_split(s, cl);
+    const std::size_t need = gemm_workspace_size(x.d, opt);
+    DeviceBuffer ws(std::max<std::size_t>(need, 256));
+    KT_CUDA(cudaMemset(ws.ptr, 0xFF, std::max<std::size_t>(need, 256)));
+    x.ops.workspace = need > 0 ? ws.ptr : nullptr;
+    x.ops.workspace_bytes = need;
+    cudaGraph_t g = nullptr;
+    KT_CUDA(cudaStreamBeginCapture(st_, cudaStreamCaptureModeThreadLocal));
+    const Status st = gemm(x.d, x.ops, st_, opt);
+    KT_CUDA(cudaStreamEndCapture(st_, &g));
+    REQUIRE_MESSAGE(st.ok(), st.to_string());
+    cudaGraphExec_t ge = nullptr;
+    KT_CUDA(cudaGraphInstantiate(&ge, g, 0));
+    std::vector<unsigned char> first;
+    for (int r = 0; r < 3; ++r) {
+      KT_CUDA(cudaMemsetAsync(x.D.data(), 0xFF, static_cast<std::size_t>(x.d.m * x.d.n * 4), st_));
+      KT_CUDA(cudaGraphLaunch(ge, st_));
+      backend::sync(st_);
+      const auto img = x.D.download();
+      const Check c = check_image(x.D.st, img, op.acc);
+      CHECK_MESSAGE(c.ok(tolerance(e->config.math, DType::f32)), "split " << s << "c" << cl << " replay " << r << ": " << c.summary());
+      if (r == 0) first = img;
+      else CHECK(img == first);
+    }
+    KT_CUDA(cudaGraphExecDestroy(ge));
+    KT_CUDA(cudaGraphDestroy(g));
+    KT_CUDA(cudaStreamDestroy(st_));
   }
 }

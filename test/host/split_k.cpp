@@ -9,6 +9,7 @@
 #include "fake_device.hpp"
 #include "ktune/gemm.hpp"
 #include "ktune/gemm/split_k.hpp"
+#include "ktune/gemm/tactics.hpp"
 
 using namespace ktune;
 
@@ -159,4 +160,121 @@ TEST_CASE("registered instances: split-K exactly on the sm80 mma.sync ones, work
       }
     for (const GemmLaunchOptions& o : split_k_variants(e, d, dev)) CHECK(check_launch_options(e, o).ok());
   }
+}
+
+namespace {
+
+GemmLaunchOptions cluster_split(int s, int cl) {
+  GemmLaunchOptions o;
+  o.split_k = s;
+  o.split_mode = SplitKMode::cluster;
+  o.split_cluster = cl;
+  return o;
+}
+
+// A small-M instance (families::Sm80MmaF16SmallM: 32x64x128 tiles of 16x32 warps, bf16 'tn').
+GemmKernelEntry fake_small_m() {
+  GemmKernelEntry e = fake_entry(true, {32, 64, 128});
+  e.name = "fake_small_m";
+  e.config.math = MathOp::mma_bf16;
+  e.config.warp = {16, 32};
+  e.config.stages = 4;
+  e.resources = estimate_resources(e.config);
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("cluster split-K: options, names, layout and proposals") {
+  const GemmKernelEntry small = fake_small_m(), big = fake_entry(true);
+  REQUIRE(supports_cluster_split_k(small.config));
+  CHECK_FALSE(supports_cluster_split_k(big.config));  // 64-row tiles
+  for (auto [s, cl] : {std::pair{2, 2}, std::pair{3, 3}, std::pair{64, 8}, std::pair{48, 16}, std::pair{256, 16}})
+    CHECK(check_launch_options(small, cluster_split(s, cl)).ok());
+  CHECK(check_launch_options(big, cluster_split(8, 4)).code() == StatusCode::unsupported);
+  // Cluster sizes outside [2, 16] or not dividing split_k; a cluster size without cluster mode.
+  for (auto [s, cl] : {std::pair{12, 8}, std::pair{8, 1}, std::pair{32, 32}, std::pair{8, 0}, std::pair{13, 2}})
+    CHECK(check_launch_options(small, cluster_split(s, cl)).code() == StatusCode::invalid_argument);
+  GemmLaunchOptions stray;
+  stray.split_k = 8;
+  stray.split_mode = SplitKMode::parallel;
+  stray.split_cluster = 4;
+  CHECK(check_launch_options(small, stray).code() == StatusCode::invalid_argument);
+  stray = GemmLaunchOptions{};
+  stray.split_cluster = 2;  // no split at all
+  CHECK(check_launch_options(small, stray).code() == StatusCode::invalid_argument);
+
+  // Names: split<N>c<C>, and back.
+  CHECK(tactic_name("inst", cluster_split(64, 8)) == "inst@split64c8");
+  CHECK(tactic_name("inst", cluster_split(6, 3)) == "inst@split6c3");
+  for (const char* name : {"split64c8", "split16c16", "split6c3", "split64c8@rg16"}) {
+    GemmLaunchOptions o;
+    std::string why;
+    CHECK_MESSAGE(parse_launch_suffix(name, o, why), name << ": " << why);
+    CHECK(launch_suffix(o) == name);
+    CHECK(o.split_mode == SplitKMode::cluster);
+  }
+  for (const char* name : {"split64c3", "split64c1", "split64c32", "split64c08", "split64c", "split64c8s", "split1c2", "split64c8@sk"}) {
+    GemmLaunchOptions o;
+    std::string why;
+    CHECK_FALSE_MESSAGE(parse_launch_suffix(name, o, why), name);
+  }
+  CHECK_FALSE(same_launch(cluster_split(64, 8), cluster_split(64, 4)));
+  CHECK(same_launch(cluster_split(64, 8), cluster_split(64, 8)));
+
+  // Layout: one cluster per tile needs nothing; several: a counter per (tile, rank), a partial per cluster.
+  CHECK(split_k_layout(64, 64, 32, 64, 8, SplitKMode::cluster, 8).total_bytes == 0);
+  const SplitKLayout l = split_k_layout(64, 64, 32, 64, 64, SplitKMode::cluster, 8);
+  CHECK(l.semaphore_bytes == 256);  // 2 tiles × 8 ranks × 4 bytes, padded
+  CHECK(l.partials_offset == 256);
+  CHECK(l.partial_ld == 64);
+  CHECK(l.total_bytes == 256 + 8u * 64 * 64 * 4);
+  CHECK(split_k_layout(1, 5, 32, 64, 48, SplitKMode::cluster, 16).partial_ld == 8);
+
+  // Proposals: cluster variants for the small-M instance on an sm90 device (cluster dividing the split),
+  // none on an sm80 device or for other instances.
+  const DeviceInfo dev = h200();
+  int clusters = 0;
+  for (const GemmLaunchOptions& o : split_k_variants(small, problem(64, 64, 65536), dev)) {
+    CHECK(check_launch_options(small, o).ok());
+    if (o.split_mode != SplitKMode::cluster) continue;
+    ++clusters;
+    CHECK(o.split_cluster >= 2);
+    CHECK(o.split_k % o.split_cluster == 0);
+  }
+  CHECK(clusters >= 1);
+  DeviceInfo a100 = dev;
+  a100.cc = 80;
+  for (const GemmLaunchOptions& o : split_k_variants(small, problem(64, 64, 65536), a100)) CHECK(o.split_mode != SplitKMode::cluster);
+  for (const GemmLaunchOptions& o : split_k_variants(big, problem(64, 64, 65536), dev)) CHECK(o.split_mode != SplitKMode::cluster);
+  CHECK(cluster_split_k_size(64) == 8);
+  CHECK(cluster_split_k_size(12) == 4);
+  CHECK(cluster_split_k_size(6) == 2);
+  CHECK(cluster_split_k_size(7) == 1);
+}
+
+TEST_CASE("registered instances: cluster split-K exactly on the sm80 tiles of at most 32 rows") {
+  int n = 0;
+  for (const GemmKernelEntry& e : gemm_table().entries()) {
+    if (is_route(e)) continue;
+    CAPTURE(e.name);
+    const bool cl = supports_cluster_split_k(e.config);
+    n += cl;
+    CHECK(check_launch_options(e, cluster_split(16, 8)).code() == (cl ? StatusCode::ok : StatusCode::unsupported));
+    if (!cl) continue;
+    CHECK((e.family == "sm80_mma_f16_small_m" || e.family == "sm80_mma_f16_small_m32"));
+    GemmDesc d = problem(64, 64, 65536);
+    d.ab_type = e.config.operand();
+    d.a_layout = e.config.a_layout;
+    d.b_layout = e.config.b_layout;
+    d = resolved(d);
+    GemmOptions opt;
+    opt.instance = e.name.data();
+    opt.launch = cluster_split(64, 8);
+    CHECK(gemm_workspace_size(d, opt) == split_k_layout(e.config, d, opt.launch).total_bytes);
+    CHECK(gemm_workspace_size(d, opt) > 0);
+    opt.launch = cluster_split(8, 8);
+    CHECK(gemm_workspace_size(d, opt) == 0);
+  }
+  CHECK(n == 16);
 }

@@ -8,6 +8,9 @@
 //                     use while capturing a graph); then zeroed in-stream before the launch, so any
 //                     workspace works whatever it held
 //   both modes:       split_k fp32 partial matrices M × ld, ld = N rounded up to 4 (16-byte rows)
+//   cluster mode:     (split_cluster C) nothing when split_k = C; else tiles × C counters (as serial's,
+//                     padded to 256 bytes) and split_k / C partial matrices, one per cluster
+//                     (kernel/cluster_split_k.cuh)
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -18,32 +21,9 @@
 #include "ktune/arch.hpp"
 #include "ktune/dispatch.hpp"
 #include "ktune/gemm/kernel/schedule.cuh"
+#include "ktune/gemm/split_k_support.hpp"
 
 namespace ktune {
-
-// Tiles of at least 128x128 over 16-byte vectors of 16-bit operands (families::Sm80MmaF16) leave
-// split-K to the smaller-tile families: a problem with few enough such tiles to want slices is served as
-// well by the 64-row and 16/32-row instances with slices (H200, every tactic on 7 decode shapes: the
-// best split of a 128-row aligned f16/bf16 instance was within 2% of another tactic), and a split-capable
-// instance costs ~8 s more CPU to compile (notes/build-time.md). tf32 and unaligned tiles keep it (there
-// it wins: tf32 decode 0.045 vs 0.084 ms).
-constexpr bool large_aligned_16bit_tile(const GemmConfig& c) {
-  return size_of(c.operand()) == 2 && c.align * 2 >= 16 && c.tile.m >= 128 && c.tile.n >= 128;
-}
-
-// Instances whose kernel takes split_k > 1: the sm80 mma.sync ones but the large aligned 16-bit tiles
-// (SIMT instances run at their 128-register cap, where the split-K epilogue spills), and every wgmma
-// instance (its persistent kernel walks (tile, k-slice) units: kernel/sm90/split_k.cuh).
-constexpr bool supports_split_k(const GemmConfig& c) {
-  return is_wgmma(c.math) || (uses_tensor_cores(c.math) && !large_aligned_16bit_tile(c));
-}
-
-// Serial mode (the in-kernel reduction) where it costs no spills: every sm80 split-capable instance; sm90
-// instances whose consumer warpgroup tile is at most 64x128 (64 accumulator registers). With 128
-// accumulators (64x256, 128x128 warpgroup tiles) the serial path spilled 20 bytes (H200 s5-batchA/B),
-// and it was the slowest tactic there anyway (128x4096x4096 128x256 @split4s 49.2 us vs @split4p 21.3):
-// those take parallel mode only.
-constexpr bool supports_serial_split_k(const GemmConfig& c) { return !is_wgmma(c.math) || c.warp.m * c.warp.n <= 64 * 128; }
 
 // The fixed summation order of the slices' partial sums (both modes, so they give the same bits run to
 // run and as each other): slices in groups of split_k_group_slices, each group added in slice order,
@@ -61,16 +41,24 @@ struct SplitKLayout {
   std::size_t total_bytes = 0;      // 0: no workspace needed
 };
 
+// Cluster mode (SplitKMode::cluster, split_cluster CTAs per cluster): split_k / split_cluster cluster
+// sums per tile; with more than one, one arrival counter per (tile, cluster rank: the part of the tile that
+// rank adds) and one fp32 partial matrix per cluster. A single cluster per tile needs no workspace.
+constexpr int cluster_split_k_groups(int split_k, int split_cluster) { return split_cluster > 1 ? split_k / split_cluster : split_k; }
+
 constexpr SplitKLayout split_k_layout(std::int64_t m, std::int64_t n, int tile_m, int tile_n, int split_k,
-                                      SplitKMode mode) {
+                                      SplitKMode mode, int split_cluster = 1) {
   SplitKLayout l;
   if (split_k <= 1 || m <= 0 || n <= 0) return l;
+  const bool cluster = mode == SplitKMode::cluster;
+  const int matrices = cluster ? cluster_split_k_groups(split_k, split_cluster) : split_k;
+  if (matrices <= 1) return l;  // one cluster per tile: everything stays in the cluster
   const std::int64_t tiles = ((m + tile_m - 1) / tile_m) * ((n + tile_n - 1) / tile_n);
-  const std::int64_t counters = tiles * split_k_counters_per_tile(split_k);
-  l.semaphore_bytes = mode == SplitKMode::serial ? static_cast<std::size_t>((counters * 4 + 255) / 256 * 256) : 0;
+  const std::int64_t counters = tiles * (cluster ? split_cluster : split_k_counters_per_tile(split_k));
+  l.semaphore_bytes = mode != SplitKMode::parallel ? static_cast<std::size_t>((counters * 4 + 255) / 256 * 256) : 0;
   l.partials_offset = l.semaphore_bytes;
   l.partial_ld = (n + 3) / 4 * 4;
-  l.total_bytes = l.partials_offset + static_cast<std::size_t>(split_k) * static_cast<std::size_t>(m) *
+  l.total_bytes = l.partials_offset + static_cast<std::size_t>(matrices) * static_cast<std::size_t>(m) *
                                           static_cast<std::size_t>(l.partial_ld) * sizeof(float);
   return l;
 }
@@ -81,7 +69,7 @@ constexpr SplitKLayout split_k_layout(std::int64_t m, std::int64_t n, int tile_m
 inline SplitKLayout split_k_layout(const GemmConfig& c, const GemmDesc& d, const GemmLaunchOptions& o) {
   const bool per_warpgroup = is_wgmma(c.math);
   return split_k_layout(d.m, d.n, per_warpgroup ? c.warp.m : c.tile.m, per_warpgroup ? c.warp.n : c.tile.n, o.split_k,
-                        o.split_mode);
+                        o.split_mode, o.split_cluster);
 }
 
 // K-tiles of slice `s` of `splits`: [first, first + count) of k_tiles, as even as possible.
@@ -106,12 +94,17 @@ inline double split_k_estimate(std::int64_t tiles, std::int64_t k_tiles, int spl
 }
 }  // namespace detail
 
+// The cluster size proposed for s slices in cluster mode: the largest portable size (8, 4 or 2) that
+// divides s; 1 (none) for odd s.
+constexpr int cluster_split_k_size(int s) { return s % 8 == 0 ? 8 : s % 4 == 0 ? 4 : s % 2 == 0 ? 2 : 1; }
+
 // The launch options worth timing for this instance and problem: {split_k = 1} first, always; when the
 // output tiles fill less than about one wave of the device and K is long, the split count s* with the
 // best estimate and its half in serial mode, and s*, s*/2 and 2·s* in parallel mode (which wins on most
 // shapes: the serial reduction's fence/atomic chain is on the critical path; the estimate's one-wave
 // s* was often one step too many: H200, 64x64x65536 32x64x128 @split64p 9.8 us vs its s* 128p 10.1).
-// At most 6 options, no duplicates.
+// Cluster mode (sm80 small-M instances on sm90 devices) at s* and s*/2 with cluster_split_k_size's
+// cluster. At most 8 options, no duplicates.
 // (This form: for a split-capable configuration c with resources r; conv's gemm1x1 route uses it.)
 inline std::vector<GemmLaunchOptions> split_k_variants(const GemmConfig& c, const GemmResources& r, const GemmDesc& desc,
                                                        const DeviceInfo& dev) {
@@ -132,11 +125,14 @@ inline std::vector<GemmLaunchOptions> split_k_variants(const GemmConfig& c, cons
   if (best == 1) return out;
   auto add = [&](int s, SplitKMode mode) {
     if (s < 2 || s > max_s || (mode == SplitKMode::serial && !supports_serial_split_k(c))) return;
+    const int cl = mode == SplitKMode::cluster ? cluster_split_k_size(s) : 1;
+    if (mode == SplitKMode::cluster && (cl < 2 || !supports_cluster_split_k(c) || dev.cc < 90)) return;
     for (const GemmLaunchOptions& o : out)
       if (o.split_k == s && o.split_mode == mode) return;
     GemmLaunchOptions o;
     o.split_k = s;
     o.split_mode = mode;
+    o.split_cluster = cl;
     out.push_back(o);
   };
   const int twice = std::min(2 * best, max_s);
@@ -145,6 +141,8 @@ inline std::vector<GemmLaunchOptions> split_k_variants(const GemmConfig& c, cons
   add(best, SplitKMode::parallel);
   add(best / 2, SplitKMode::parallel);
   add(twice, SplitKMode::parallel);
+  add(best, SplitKMode::cluster);
+  add(best / 2, SplitKMode::cluster);
   return out;
 }
 inline std::vector<GemmLaunchOptions> split_k_variants(const GemmKernelEntry& e, const GemmDesc& desc,
@@ -160,13 +158,6 @@ inline std::vector<GemmLaunchOptions> split_k_variants(const GemmKernelEntry& e,
 // most two pieces and no CTA's range is a sliver of one tile); with fewer tiles than CTAs, every tile is
 // stream-K over at most tiles·k_tiles / stream_k_min_iters CTAs (but at least one CTA per tile).
 inline constexpr int stream_k_min_iters = 4;
-
-// Instances whose kernel takes stream_k: sm90 wgmma instances with consumer warpgroup tiles up to 64x128
-// (64 accumulator registers; sm90_wgmma_f16_small: 128x128 and 64x128 tiles). With 128 accumulators
-// (64x256, 128x128 warpgroup tiles) the piece's role held across the mainloop and the fixup's branch
-// made ptxas spill 2 registers (68-76 bytes of spill stores per kernel, session 6), as serial split-K
-// did (supports_serial_split_k): compiled out there, and the launcher refuses it.
-constexpr bool supports_stream_k(const GemmConfig& c) { return is_wgmma(c.math) && c.warp.m * c.warp.n <= 64 * 128; }
 
 // The schedule of tiles × k_tiles over at most `slots` resident CTAs; false (out untouched) when the
 // problem does not fit its 32-bit arithmetic or there is nothing to run.

@@ -8,6 +8,7 @@
 //   ktune_gemm_sm80_f16_tn_128x128x32_w64x64_s4_a8               default options
 //   ktune_gemm_sm80_f16_tn_128x128x32_w64x64_s4_a8@split4s       split-K 4, serial (in-kernel) reduction
 //   ktune_gemm_sm80_f16_tn_128x128x32_w64x64_s4_a8@split8p       split-K 8, parallel (second kernel)
+//   ktune_gemm_sm80_bf16_tn_32x64x128_w16x32_s4_a8@split64c8     split-K 64 in clusters of 8 CTAs
 //   ktune_gemm_sm90_wgmma_bf16_tn_128x256x64_..._a8@cl2          cluster of 2 CTAs (TMA multicast)
 //   ktune_gemm_sm90_wgmma_bf16_tn_128x256x64_..._a8@sk           stream-K tile schedule
 //   ...@rg16 / ...@ctas66                                        raster group 16 / at most 66 CTAs
@@ -46,7 +47,8 @@ struct GemmTactic {
 // Do two option sets launch the same way? (The split mode only matters when K is split.)
 inline bool same_launch(const GemmLaunchOptions& a, const GemmLaunchOptions& b) {
   return a.raster_group == b.raster_group && a.cluster == b.cluster && a.max_ctas == b.max_ctas &&
-         a.split_k == b.split_k && (a.split_k <= 1 || a.split_mode == b.split_mode) && a.stream_k == b.stream_k;
+         a.split_k == b.split_k && (a.split_k <= 1 || (a.split_mode == b.split_mode && a.split_cluster == b.split_cluster)) &&
+         a.stream_k == b.stream_k;
 }
 inline bool is_default_launch(const GemmLaunchOptions& o) { return same_launch(o, GemmLaunchOptions{}); }
 
@@ -62,7 +64,11 @@ inline std::string launch_suffix(const GemmLaunchOptions& o) {
     s += std::to_string(v);
     s += tail;
   };
-  if (o.split_k != def.split_k) add("split", o.split_k, o.split_mode == SplitKMode::parallel ? "p" : "s");
+  if (o.split_k != def.split_k)
+    add("split", o.split_k,
+        o.split_mode == SplitKMode::parallel  ? std::string("p")
+        : o.split_mode == SplitKMode::cluster ? "c" + std::to_string(o.split_cluster)
+                                              : std::string("s"));
   if (o.stream_k) {
     if (!s.empty()) s += tactic_separator;
     s += "sk";
@@ -119,6 +125,11 @@ inline bool parse_launch_suffix(std::string_view s, GemmLaunchOptions& out, std:
     } else if (number("split", tail, v) && v >= 2 && v <= max_split_k && (tail == "s" || tail == "p")) {
       o.split_k = v;
       o.split_mode = tail == "p" ? SplitKMode::parallel : SplitKMode::serial;
+    } else if (std::string_view cl_tail; number("split", tail, v) && v >= 2 && v <= max_split_k &&
+               launch_knob_number(tail, "c", cl_tail, o.split_cluster) && cl_tail.empty() && o.split_cluster >= 2 &&
+               o.split_cluster <= max_split_cluster && v % o.split_cluster == 0) {
+      o.split_k = v;  // split<N>c<C>: cluster mode, C CTAs per cluster
+      o.split_mode = SplitKMode::cluster;
     } else if (number("cl", tail, v) && tail.empty() && v >= 1 && v <= 2) {
       o.cluster = v;
     } else if (number("rg", tail, v) && tail.empty() && v >= 1 && v <= max_raster_group) {
@@ -126,7 +137,7 @@ inline bool parse_launch_suffix(std::string_view s, GemmLaunchOptions& out, std:
     } else if (number("ctas", tail, v) && tail.empty() && v >= 1) {
       o.max_ctas = v;
     } else {
-      why = "unknown launch option '" + std::string(knob) + "' (split<N>s|p, sk, cl<N>, rg<N>, ctas<N>)";
+      why = "unknown launch option '" + std::string(knob) + "' (split<N>s|p|c<C>, sk, cl<N>, rg<N>, ctas<N>)";
       return false;
     }
   }
@@ -209,7 +220,12 @@ inline double tactic_cost_factor(const GemmKernelEntry& e, const GemmLaunchOptio
     // Each slice writes (and the reduction reads back) an fp32 tile: in units of one k-step's loads.
     const double partial_steps = 2.0 * c.tile.m * c.tile.n * 4.0 / (double(c.tile.m + c.tile.n) * c.tile.k * size_of(c.operand()));
     const double unsplit = std::ceil(tiles / slots) * k_steps;
-    const double split = std::ceil(tiles * s / slots) * (std::ceil(k_steps / s) + partial_steps) +
+    // Cluster mode: the tile crosses distributed shared memory (counted as half a partial) and only the
+    // clusters' sums go through L2; no second kernel.
+    const double cluster_partial = o.split_mode == SplitKMode::cluster
+                                       ? partial_steps * (0.5 + (s > o.split_cluster ? 1.0 / o.split_cluster : 0.0))
+                                       : partial_steps;
+    const double split = std::ceil(tiles * s / slots) * (std::ceil(k_steps / s) + cluster_partial) +
                          (o.split_mode == SplitKMode::parallel ? 1.0 : 0.0);
     f = split / std::max(1.0, unsplit);
   }

@@ -16,6 +16,7 @@
 #include "ktune/dispatch.hpp"
 #include "ktune/epilogue/builtin.cuh"
 #include "ktune/epilogue/chunk.cuh"
+#include "ktune/gemm/kernel/cluster_split_k.cuh"
 #include "ktune/gemm/kernel/mma_sm80.cuh"
 #include "ktune/gemm/kernel/params.cuh"
 #include "ktune/gemm/kernel/schedule.cuh"
@@ -307,6 +308,87 @@ __device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params
   }
 }
 
+// Split-K, cluster mode (cluster_split_k.cuh): after the mainloop of its slice, the CTA of cluster rank r
+// stages its fp32 tile in shared memory; rank r adds part r of the tile (4-column groups
+// [quads·r/ranks, quads·(r+1)/ranks)) over the ranks' tiles in rank order. One cluster per tile: that is
+// the sum, and the rank applies the epilogue to its part. Several: the rank stores its part's sum as the
+// cluster's partial (partials + cluster·partial_slice), arrives at the (tile, rank) counter, and the last
+// cluster to arrive adds the clusters' partials in cluster order (8 loads in flight per group) and applies
+// the epilogue. One copy of the epilogue in the code. No CTA leaves before its peers have read its tile.
+template <GemmConfig C, class Epi, class Mainloop, class Acc>
+__device__ __forceinline__ void cluster_split_k_finish(const GemmParams<typename Epi::Params>& p, Acc& acc, char* smem, int m0,
+                                                       int n0) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr int ld = cluster_tile_ld(C), quads_per_row = C.tile.n / 4, quads = C.tile.m * quads_per_row;
+  float* tile = reinterpret_cast<float*>(smem);
+  {
+    const int warp = threadIdx.x >> 5;
+    float* w = tile + Mainloop::warp_row0(warp) * ld + Mainloop::warp_col0(warp);
+    visit_warp_tile<Mainloop>(acc, [&](int r, int c, float v0, float v1) { *reinterpret_cast<float2*>(w + r * ld + c) = make_float2(v0, v1); });
+  }
+  cluster_split_sync();  // every rank's tile is staged
+  const unsigned ranks = static_cast<unsigned>(p.split_cluster), rank = cluster_split_rank();
+  const int clusters = p.split_k / p.split_cluster;
+  const int q_first = static_cast<int>(quads * rank / ranks), q_end = static_cast<int>(quads * (rank + 1) / ranks);
+  // The 4-column group of quad q: its row and column in D, its width (0 outside D) and its place in the tile.
+  auto locate = [&](int q, int& row, int& col, int& n) {
+    row = m0 + q / quads_per_row;
+    col = n0 + (q % quads_per_row) * 4;
+    n = row < p.m && col < p.n ? min(4, p.n - col) : 0;
+    return (q / quads_per_row) * ld + (q % quads_per_row) * 4;
+  };
+  bool finish = true;
+  if (clusters > 1) {
+    const std::int64_t cluster = static_cast<std::int64_t>(blockIdx.y) / p.split_cluster;
+#pragma unroll 1
+    for (int q = q_first + static_cast<int>(threadIdx.x); q < q_end; q += C.threads()) {
+      int row, col, n;
+      const int at = locate(q, row, col, n);
+      if (n == 0) continue;
+      float x[4];
+      cluster_quad_sum(tile, ranks, at, x);
+      epilogue::store_vec4(p.partials + cluster * p.partial_slice + static_cast<std::int64_t>(row) * p.partial_ld + col, x, n, true);
+    }
+    cuda::ptx::barrier_cluster_arrive();  // done with the peers' tiles
+    finish = arrive_last(p.semaphores + (static_cast<std::int64_t>(blockIdx.x) * p.split_cluster + rank), clusters);
+  }
+  if (finish) {
+    constexpr int batch = 8;
+#pragma unroll 1
+    for (int q = q_first + static_cast<int>(threadIdx.x); q < q_end; q += C.threads()) {
+      int row, col, n;
+      const int at = locate(q, row, col, n);
+      if (n == 0) continue;
+      float x[4];
+      if (clusters == 1) {
+        cluster_quad_sum(tile, ranks, at, x);
+      } else {  // the clusters' partials in cluster order
+        const float* src = p.partials + static_cast<std::int64_t>(row) * p.partial_ld + col;
+        load_partial(src, n, x);
+#pragma unroll 1
+        for (int j0 = 1; j0 < clusters; j0 += batch) {
+          float v[batch][4];
+#pragma unroll
+          for (int j = 0; j < batch; ++j)
+            if (j0 + j < clusters) load_partial(src + (j0 + j) * p.partial_slice, n, v[j]);
+#pragma unroll
+          for (int j = 0; j < batch; ++j)
+            if (j0 + j < clusters)
+#pragma unroll
+              for (int i = 0; i < 4; ++i) x[i] += v[j][i];
+        }
+      }
+      epilogue_store<Epi>(p, row, col, n, x);
+    }
+  }
+  if (clusters == 1) cuda::ptx::barrier_cluster_arrive();  // done with the peers' tiles
+  cuda::ptx::barrier_cluster_wait();  // the peers are done with this CTA's tile: it may exit
+#else
+  (void)p, (void)acc, (void)smem, (void)m0, (void)n0;
+  __trap();  // the launcher runs cluster mode only on an sm_90 image
+#endif
+}
+
 // Kernels take their configuration as a type (CfgT::value is a GemmConfig): nvcc's host stubs cannot
 // spell class-type template arguments of __global__ functions.
 template <class CfgT, class Epi>
@@ -332,6 +414,13 @@ __global__ void __launch_bounds__(CfgT::value.threads(), target_blocks_per_sm(Cf
   __syncthreads();  // the pipeline's shared memory becomes the epilogue's staging area
 
   if (splittable && p.split_k > 1) {
+    if constexpr (supports_cluster_split_k(C)) {
+      static_assert(cluster_tile_bytes(C) <= estimate_resources(C).smem_bytes, "cluster split-K stages the fp32 tile in shared memory");
+      if (p.split_cluster > 1) {
+        cluster_split_k_finish<C, Epi, Mainloop>(p, acc, smem, m0, n0);
+        return;
+      }
+    }
     store_tile<C, Epi, Mainloop, TileStore::partial>(p, acc, smem, m0, n0, slice);
     if (p.split_serial) serial_split_k_finish<Epi, C.tile.m, C.tile.n, C.threads()>(p, m0, n0, slice);
     return;  // parallel mode: splitk_reduce_kernel finishes
@@ -410,6 +499,82 @@ GemmParams<EpiParams> make_gemm_params(const GemmDesc& d, const GemmOperands& op
   return p;
 }
 
+// Split-K, parallel mode's second kernel (sm80 and sm90 launchers): a plain launch after the GEMM. (A
+// programmatic dependent launch, triggered at the GEMM's start, was 0.9-3 us slower per call on the
+// H200 for 64x64x65536: notes/split-k.md.)
+template <class Epi>
+Status launch_splitk_reduce(const GemmParams<typename Epi::Params>& q, const GemmDesc& d, cudaStream_t stream) {
+  const int groups = split_k_groups(q.split_k);
+  int lanes = 1;
+  while (lanes < groups) lanes *= 2;  // ≤ 64 (max_split_k = 256) ≤ splitk_reduce_threads
+  const std::int64_t quads = d.m * ceil_div(d.n, std::int64_t{4}), per_block = splitk_reduce_threads / lanes;
+  splitk_reduce_kernel<Epi><<<static_cast<unsigned>(ceil_div(quads, per_block)), splitk_reduce_threads, 0, stream>>>(q, lanes);
+  return cuda_status(cudaGetLastError(), "split-K reduction kernel launch");
+}
+
+// Split-K, cluster mode (cluster_split_k_finish): grid (tiles, split_k) in clusters of (1, split_cluster, 1).
+// Runs only where clusters exist and the kernel's image has the sm_90 code (else `unsupported`, nothing
+// launched); clusters of more than 8 CTAs need the non-portable attribute and must fit the device.
+template <auto Kernel, class EpiParams>
+Status launch_cluster_split_k(const GemmConfig& c, const GemmDesc& d, const GemmOperands& ops, const GemmLaunchOptions& opt,
+                              const GemmParams<EpiParams>& p, std::int64_t tiles, int smem, cudaStream_t stream) {
+  int dev = 0;
+  KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&dev), "cudaGetDevice"));
+  const std::uint64_t bit = std::uint64_t{1} << (dev & 63);
+  // Per cluster size, the devices on which it was found to run (checked once: these queries cost more
+  // than the launch).
+  static std::atomic<std::uint64_t> fits[max_split_cluster + 1] = {};
+  const bool known = (fits[opt.split_cluster].load(std::memory_order_acquire) & bit) != 0;
+  if (!known) {
+    DeviceInfo info;
+    KTUNE_RETURN_IF_ERROR(current_device(info));
+    cudaFuncAttributes fa{};
+    KTUNE_RETURN_IF_ERROR(cuda_status(cudaFuncGetAttributes(&fa, Kernel), "cudaFuncGetAttributes"));
+    if (info.cc < 90 || fa.binaryVersion < 90)
+      return error(StatusCode::unsupported, "cluster split-K needs an sm90 device and the kernel's sm_90 image (device sm" +
+                                                std::to_string(info.cc) + ", image sm_" + std::to_string(fa.binaryVersion) + ")");
+    if (opt.split_cluster > 8)
+      KTUNE_RETURN_IF_ERROR(cuda_status(cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                                        "cudaFuncSetAttribute(NonPortableClusterSizeAllowed)"));
+  }
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(opt.split_k), 1);
+  cfg.blockDim = dim3(static_cast<unsigned>(c.threads()), 1, 1);
+  cfg.dynamicSmemBytes = static_cast<std::size_t>(smem);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = 1;
+  attr.val.clusterDim.y = static_cast<unsigned>(opt.split_cluster);
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  if (!known) {
+    int resident = 0;
+    if (cudaOccupancyMaxActiveClusters(&resident, Kernel, &cfg) != cudaSuccess || resident < 1) {
+      (void)cudaGetLastError();
+      return error(StatusCode::unsupported, "cluster split-K: no cluster of " + std::to_string(opt.split_cluster) +
+                                                " CTAs of this instance fits the device");
+    }
+    fits[opt.split_cluster].fetch_or(bit, std::memory_order_acq_rel);
+  }
+  GemmParams<EpiParams> q = p;
+  q.split_k = opt.split_k;
+  q.split_cluster = opt.split_cluster;
+  const SplitKLayout ws = split_k_layout(c, d, opt);
+  if (ws.total_bytes > 0) {  // several clusters per tile: their partials, and a counter per (tile, rank)
+    q.partials = reinterpret_cast<float*>(static_cast<char*>(ops.workspace) + ws.partials_offset);
+    q.partial_ld = ws.partial_ld;
+    q.partial_slice = ws.partial_ld * d.m;
+    q.semaphores = split_k_counter_pool().get(stream, tiles * opt.split_cluster);
+    if (q.semaphores == nullptr) {
+      q.semaphores = static_cast<int*>(ops.workspace);
+      KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(ops.workspace, 0, ws.semaphore_bytes, stream), "cluster split-K counters"));
+    }
+  }
+  return cuda_status(cudaLaunchKernelEx(&cfg, Kernel, q), "GEMM kernel launch (cluster split-K)");
+}
+
 template <class CfgT, class Epi>
 Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const GemmOperands& ops,
                    const GemmLaunchOptions& opt, cudaStream_t stream) {
@@ -420,22 +585,25 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   const GemmParams<typename Epi::Params> p = make_gemm_params(d, ops, opt, ep);
   const std::int64_t tiles = ceil_div(d.m, std::int64_t{C.tile.m}) * ceil_div(d.n, std::int64_t{C.tile.n});
   if (tiles > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
-  if (opt.split_k < 1 || opt.split_k > max_split_k || (opt.split_mode != SplitKMode::serial && opt.split_mode != SplitKMode::parallel))
-    return error(StatusCode::invalid_argument, "split_k must be in [1, " + std::to_string(max_split_k) +
-                                                   "] with a known split_mode, got " + std::to_string(opt.split_k));
+  KTUNE_RETURN_IF_ERROR(check_launch_option_ranges(opt));  // split_k, split_mode, split_cluster
   if (opt.stream_k) return error(StatusCode::unsupported, "stream-K runs on sm90 wgmma instances only");
   if (opt.split_k > 1 && !supports_split_k(C))
     return error(StatusCode::unsupported, "this instance does not support split-K (split_k=" + std::to_string(opt.split_k) + ")");
+  const bool cluster_mode = opt.split_k > 1 && opt.split_mode == SplitKMode::cluster;
+  if (cluster_mode && !supports_cluster_split_k(C))
+    return error(StatusCode::unsupported, "this instance does not support cluster split-K (sm80 tiles of at most 32 rows)");
   if (opt.split_k > 1) {
     const std::size_t need = split_k_layout(C, d, opt).total_bytes;
-    if (ops.workspace == nullptr || ops.workspace_bytes < need)
+    if (need > 0 && (ops.workspace == nullptr || ops.workspace_bytes < need))
       return error(StatusCode::invalid_argument, "workspace too small: split_k=" + std::to_string(opt.split_k) +
                                                      " needs " + std::to_string(need) + " bytes, got " +
                                                      std::to_string(ops.workspace == nullptr ? 0 : ops.workspace_bytes));
-    if (reinterpret_cast<std::uintptr_t>(ops.workspace) % 16 != 0)
+    if (need > 0 && reinterpret_cast<std::uintptr_t>(ops.workspace) % 16 != 0)
       return error(StatusCode::misaligned, "workspace must be 16-byte aligned");
   }
   KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(smem));
+  if constexpr (supports_cluster_split_k(C))
+    if (cluster_mode) return launch_cluster_split_k<kernel>(C, d, ops, opt, p, tiles, smem, stream);
   if (opt.split_k <= 1) {
     kernel<<<static_cast<unsigned>(tiles), C.threads(), smem, stream>>>(p);
     return cuda_status(cudaGetLastError(), "GEMM kernel launch");
@@ -458,15 +626,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   }
   kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(opt.split_k)), C.threads(), smem, stream>>>(q);
   KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "GEMM kernel launch (split-K)"));
-  if (q.split_serial) return {};
-  const int groups = (opt.split_k + split_k_group_slices - 1) / split_k_group_slices;
-  int lanes = 1;
-  while (lanes < groups) lanes *= 2;  // ≤ 64 (max_split_k = 256) ≤ splitk_reduce_threads
-  const std::int64_t quads = d.m * ceil_div(d.n, std::int64_t{4}), per_block = splitk_reduce_threads / lanes;
-  // A plain launch after the GEMM. (A programmatic dependent launch, triggered at the GEMM's start, was
-  // 0.9-3 us slower per call on the H200 for 64x64x65536: notes/split-k.md.)
-  splitk_reduce_kernel<Epi><<<static_cast<unsigned>(ceil_div(quads, per_block)), splitk_reduce_threads, 0, stream>>>(q, lanes);
-  return cuda_status(cudaGetLastError(), "split-K reduction kernel launch");
+  return q.split_serial ? Status{} : launch_splitk_reduce<Epi>(q, d, stream);
 }
 
 // Workspace bytes an instance needs (GemmKernelEntry::workspace_size): split-K partials and counters.

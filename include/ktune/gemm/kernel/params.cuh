@@ -28,6 +28,7 @@ struct GemmParams {
   // tile (semaphores[tile], zeroed before the launch) adds the slices in order and applies the epilogue.
   int split_k;       // ≤ 1: no split
   bool split_serial;
+  int split_cluster;  // > 1: cluster mode (cluster_split_k.cuh), CTAs per cluster along grid y
   float* partials;
   std::int64_t partial_ld, partial_slice;
   int* semaphores;

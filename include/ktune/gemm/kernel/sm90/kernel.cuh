@@ -600,7 +600,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
     const unsigned grid = opt.stream_k ? static_cast<unsigned>(p.sk.ctas) : static_cast<unsigned>(works < slots ? works : slots);
     kernel<<<grid, threads, smem, stream>>>(ta, tb, p, td, d_store_boxes, staged, wide);
     KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "sm90 GEMM kernel launch"));
-    return split && !p.split_serial ? launch_sm90_splitk_reduce<Epi>(p, d, stream) : Status{};
+    return split && !p.split_serial ? launch_splitk_reduce<Epi>(p, d, stream) : Status{};
   }
   const std::int64_t units = ceil_div(pair_dim, std::int64_t{2}) * (tiles / pair_dim);
   const std::int64_t clusters =

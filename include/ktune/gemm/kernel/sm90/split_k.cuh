@@ -91,27 +91,36 @@ __device__ __forceinline__ bool warpgroup_arrive_last(int* counter, int expected
   return true;
 }
 
-// This warp's accumulators → its rows of the partial matrix `dst` (row stride ld, ld % 4 == 0, ld ≥ n
-// rounded up to 4: a pair at an even col < n stays inside its row). Fragment layout: lane (g, t) holds
-// rows g and g + 8 of each 16-row band, columns 8j + 2t, +1.
-template <class ML>
-__device__ __forceinline__ void store_partial(const typename ML::Accumulators& acc, float* dst, std::int64_t ld,
-                                              int row0, int col0, int m, int n) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+// The wgmma accumulator fragment layout, walked row by row: lane (g, t) holds rows g and g + 8 of each
+// 16-row band of each m64 block mi, columns 8j + 2t and 8j + 2t + 1 at acc[mi][4j + 2h] and [4j + 2h + 1]
+// (h: which of the two rows). f(acc_row, row) for each of the warp's rows, row = row0 + 64·mi + g + 8h,
+// acc_row = &acc[mi][2h] (pair j at acc_row[4j], acc_row[4j + 1]). store_partial,
+// load_partial_fragments and add_partial_fragments differ only in what they do with a row.
+template <class ML, class Acc, class F>
+__device__ __forceinline__ void for_each_fragment_row(Acc& acc, int row0, F&& f) {
+  const int g = (threadIdx.x & 31) >> 2;
 #pragma unroll
   for (int mi = 0; mi < ML::MI; ++mi)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = row0 + 64 * mi + g + 8 * h;
-      if (row >= m) continue;
-      float* r = dst + static_cast<std::int64_t>(row) * ld + col0 + 2 * t;
-      const int cols = n - col0 - 2 * t;  // pair j is inside D while 8j < cols (then it stops: no predicate per pair kept)
+    for (int h = 0; h < 2; ++h) f(&acc[mi][2 * h], row0 + 64 * mi + g + 8 * h);
+}
+
+// This warp's accumulators → its rows of the partial matrix `dst` (row stride ld, ld % 4 == 0, ld ≥ n
+// rounded up to 4: a pair at an even col < n stays inside its row).
+template <class ML>
+__device__ __forceinline__ void store_partial(const typename ML::Accumulators& acc, float* dst, std::int64_t ld,
+                                              int row0, int col0, int m, int n) {
+  const int t = threadIdx.x & 3;
+  for_each_fragment_row<ML>(acc, row0, [&](const float* a, int row) {
+    if (row >= m) return;
+    float* r = dst + static_cast<std::int64_t>(row) * ld + col0 + 2 * t;
+    const int cols = n - col0 - 2 * t;  // pair j is inside D while 8j < cols (then it stops: no predicate per pair kept)
 #pragma unroll
-      for (int j = 0; j < ML::WN / 8; ++j) {
-        if (8 * j >= cols) break;
-        __stcg(reinterpret_cast<float2*>(r + 8 * j), make_float2(acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]));
-      }
+    for (int j = 0; j < ML::WN / 8; ++j) {
+      if (8 * j >= cols) break;
+      __stcg(reinterpret_cast<float2*>(r + 8 * j), make_float2(a[4 * j], a[4 * j + 1]));
     }
+  });
 }
 
 // Serial mode, after consumer warpgroup `consumer` stored the partial of slice `slice` of its WM×WN
@@ -191,22 +200,18 @@ __device__ __forceinline__ bool serial_split_k_sum(const GemmParams<EpiParams>& 
 template <class ML>
 __device__ __forceinline__ void load_partial_fragments(typename ML::Accumulators& acc, const float* src, std::int64_t ld,
                                                        int row0, int col0, int m, int n) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int t = threadIdx.x & 3;
+  for_each_fragment_row<ML>(acc, row0, [&](float* a, int row) {
+    const float* r = src + static_cast<std::int64_t>(row < m ? row : 0) * ld + col0 + 2 * t;
+    const int cols = row < m ? n - col0 - 2 * t : 0;
 #pragma unroll
-  for (int mi = 0; mi < ML::MI; ++mi)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = row0 + 64 * mi + g + 8 * h;
-      const float* r = src + static_cast<std::int64_t>(row < m ? row : 0) * ld + col0 + 2 * t;
-      const int cols = row < m ? n - col0 - 2 * t : 0;
-#pragma unroll
-      for (int j = 0; j < ML::WN / 8; ++j) {
-        float2 v = make_float2(0.0f, 0.0f);
-        if (8 * j < cols) v = __ldcg(reinterpret_cast<const float2*>(r + 8 * j));
-        acc[mi][4 * j + 2 * h] = v.x;
-        acc[mi][4 * j + 2 * h + 1] = v.y;
-      }
+    for (int j = 0; j < ML::WN / 8; ++j) {
+      float2 v = make_float2(0.0f, 0.0f);
+      if (8 * j < cols) v = __ldcg(reinterpret_cast<const float2*>(r + 8 * j));
+      a[4 * j] = v.x;
+      a[4 * j + 1] = v.y;
     }
+  });
 }
 
 // stream_k_fixup's sum: acc += this warp's pairs of a slot written by store_partial (WM×WN floats, rows
@@ -215,24 +220,20 @@ __device__ __forceinline__ void load_partial_fragments(typename ML::Accumulators
 // each waited for the one before); pairs outside D add zero.
 template <class ML>
 __device__ __forceinline__ void add_partial_fragments(typename ML::Accumulators& acc, const float* slot, int row0, int m, int n) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int t = threadIdx.x & 3;
+  for_each_fragment_row<ML>(acc, row0, [&](float* a, int row) {
+    const float* r = slot + static_cast<std::int64_t>(row) * ML::WN + 2 * t;
+    const int cols = row < m ? n - 2 * t : 0;
+    float2 v[ML::WN / 8];
 #pragma unroll
-  for (int mi = 0; mi < ML::MI; ++mi)
+    for (int j = 0; j < ML::WN / 8; ++j) v[j] = __ldcg(reinterpret_cast<const float2*>(r + 8 * j));
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = row0 + 64 * mi + g + 8 * h;
-      const float* r = slot + static_cast<std::int64_t>(row) * ML::WN + 2 * t;
-      const int cols = row < m ? n - 2 * t : 0;
-      float2 v[ML::WN / 8];
-#pragma unroll
-      for (int j = 0; j < ML::WN / 8; ++j) v[j] = __ldcg(reinterpret_cast<const float2*>(r + 8 * j));
-#pragma unroll
-      for (int j = 0; j < ML::WN / 8; ++j) {
-        const bool inside = 8 * j < cols;
-        acc[mi][4 * j + 2 * h] += inside ? v[j].x : 0.0f;
-        acc[mi][4 * j + 2 * h + 1] += inside ? v[j].y : 0.0f;
-      }
+    for (int j = 0; j < ML::WN / 8; ++j) {
+      const bool inside = 8 * j < cols;
+      a[4 * j] += inside ? v[j].x : 0.0f;
+      a[4 * j + 1] += inside ? v[j].y : 0.0f;
     }
+  });
 }
 
 // After consumer warpgroup `consumer` computed work w of a stream-K launch, a piece of a tile cut between
@@ -286,10 +287,10 @@ __device__ __forceinline__ bool stream_k_fixup(typename ML::Accumulators& acc, c
 // The caller's options and workspace for a split launch of instance C (split_k > 1): clusters of 1
 // only, the workspace large enough and 16-byte aligned. Nothing is launched when this fails.
 inline Status check_sm90_split_k(const GemmConfig& c, const GemmDesc& d, const GemmOperands& ops, const GemmLaunchOptions& opt) {
-  if (opt.split_k < 1 || opt.split_k > max_split_k || (opt.split_mode != SplitKMode::serial && opt.split_mode != SplitKMode::parallel))
-    return error(StatusCode::invalid_argument, "split_k must be in [1, " + std::to_string(max_split_k) +
-                                                   "] with a known split_mode, got " + std::to_string(opt.split_k));
+  KTUNE_RETURN_IF_ERROR(check_launch_option_ranges(opt));
   if (opt.split_k == 1) return {};
+  if (opt.split_mode == SplitKMode::cluster)
+    return error(StatusCode::unsupported, "cluster split-K runs on sm80 instances with tiles of at most 32 rows (not sm90 wgmma)");
   if (opt.stream_k) return error(StatusCode::invalid_argument, "stream_k and split_k > 1 exclude each other");
   if (opt.cluster == 2) return error(StatusCode::unsupported, "sm90 split-K runs in clusters of 1 (split_k > 1 with cluster = 2)");
   if (opt.split_mode == SplitKMode::serial && !supports_serial_split_k(c))
@@ -372,17 +373,6 @@ inline std::int64_t sm90_stream_k_slots(const GemmConfig& c) {
     return 0;
   }
   return static_cast<std::int64_t>(detail::resident_slots(estimate_resources(c), dev));
-}
-
-// Parallel mode's second kernel (gemm_kernel.cuh's splitk_reduce_kernel, as the sm80 launcher runs it).
-template <class Epi>
-Status launch_sm90_splitk_reduce(const GemmParams<typename Epi::Params>& q, const GemmDesc& d, cudaStream_t stream) {
-  const int groups = split_k_groups(q.split_k);
-  int lanes = 1;
-  while (lanes < groups) lanes *= 2;
-  const std::int64_t quads = d.m * ceil_div(d.n, std::int64_t{4}), per_block = splitk_reduce_threads / lanes;
-  splitk_reduce_kernel<Epi><<<static_cast<unsigned>(ceil_div(quads, per_block)), splitk_reduce_threads, 0, stream>>>(q, lanes);
-  return cuda_status(cudaGetLastError(), "split-K reduction kernel launch");
 }
 
 // Workspace bytes of an sm90 instance (GemmKernelEntry::workspace_size).
