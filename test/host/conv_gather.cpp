@@ -20,10 +20,18 @@
 #include <vector>
 
 #define _CUDA_PIPELINE_PRIMITIVES_H_
+// Stand-ins for the CUDA function qualifiers, unless the CUDA headers came first (this file shares a unity
+// TU with others that include them: their host-compiler definitions serve as well).
 #ifndef __CUDACC__
+#ifndef __device__
 #define __device__
+#endif
+#ifndef __host__
 #define __host__
+#endif
+#ifndef __forceinline__
 #define __forceinline__ inline
+#endif
 #endif
 
 namespace ktune::kernel {
