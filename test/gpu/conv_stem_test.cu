@@ -19,39 +19,39 @@ using namespace ktconv;
 namespace {
 
 template <class... A>
-Conv2dDesc P(A... a) {
+Conv2dDesc stem_desc(A... a) {
   return ktune::test::conv_problem(a...);
 }
 
-struct Named {
+struct StemProblem {
   const char* what;
   Conv2dDesc d;  // C is set per instance
 };
 
 // (N, H, W, C, K, R, S, pad_h, pad_w, stride_h, stride_w = 2, dil_h, dil_w = 1)
-const std::vector<Named>& stem_problems() {
-  static const std::vector<Named> v = {
-      {"7x7/2 pad 3, odd 17x23, K=64", P(2, 17, 23, 4, 64, 7, 7, 3, 3, 2, 2)},
-      {"7x7/2 pad 3, 40x50: 2 tiles per image, rows spanned from column 6", P(3, 40, 50, 4, 64, 7, 7, 3, 3, 2, 2)},
-      {"7x7/2 pad 3, K=13 (odd, partial epilogue)", P(2, 17, 19, 4, 13, 7, 7, 3, 3, 2, 2)},
-      {"7x7/2 pad 3, K=40", P(1, 21, 21, 4, 40, 7, 7, 3, 3, 2, 2)},
-      {"3x3/2 pad 1, K=64", P(2, 15, 16, 4, 64, 3, 3, 1, 1, 2, 2)},
-      {"5x5 stride 1x2, no padding", P(2, 13, 18, 4, 64, 5, 5, 0, 0, 1, 2)},
-      {"8x8/2 pad 0/3 (S = 8: no masked tap)", P(2, 16, 22, 4, 64, 8, 8, 0, 3, 2, 2)},
-      {"1x1 stride 3x2", P(2, 11, 12, 4, 24, 1, 1, 0, 0, 3, 2)},
-      {"2x7, pad 1/5, stride 2, dilation 3 in H", P(2, 19, 17, 4, 64, 2, 7, 1, 5, 2, 2, 3, 1)},
-      {"image 3x3 smaller than the 7x7 filter", P(2, 3, 3, 4, 64, 7, 7, 3, 3, 2, 2)},
-      {"64x64 image: a tile is 8 whole output rows", P(2, 64, 64, 4, 64, 7, 7, 3, 3, 2, 2)},
-      {"300 tiny images: more tiles than resident CTAs", P(300, 8, 8, 4, 64, 7, 7, 3, 3, 2, 2)},
-      {"6x7 filter, asymmetric pad 2/1, stride 3", P(2, 23, 21, 4, 64, 6, 7, 2, 1, 3, 2)},
+const std::vector<StemProblem>& stem_problems() {
+  static const std::vector<StemProblem> v = {
+      {"7x7/2 pad 3, odd 17x23, K=64", stem_desc(2, 17, 23, 4, 64, 7, 7, 3, 3, 2, 2)},
+      {"7x7/2 pad 3, 40x50: 2 tiles per image, rows spanned from column 6", stem_desc(3, 40, 50, 4, 64, 7, 7, 3, 3, 2, 2)},
+      {"7x7/2 pad 3, K=13 (odd, partial epilogue)", stem_desc(2, 17, 19, 4, 13, 7, 7, 3, 3, 2, 2)},
+      {"7x7/2 pad 3, K=40", stem_desc(1, 21, 21, 4, 40, 7, 7, 3, 3, 2, 2)},
+      {"3x3/2 pad 1, K=64", stem_desc(2, 15, 16, 4, 64, 3, 3, 1, 1, 2, 2)},
+      {"5x5 stride 1x2, no padding", stem_desc(2, 13, 18, 4, 64, 5, 5, 0, 0, 1, 2)},
+      {"8x8/2 pad 0/3 (S = 8: no masked tap)", stem_desc(2, 16, 22, 4, 64, 8, 8, 0, 3, 2, 2)},
+      {"1x1 stride 3x2", stem_desc(2, 11, 12, 4, 24, 1, 1, 0, 0, 3, 2)},
+      {"2x7, pad 1/5, stride 2, dilation 3 in H", stem_desc(2, 19, 17, 4, 64, 2, 7, 1, 5, 2, 2, 3, 1)},
+      {"image 3x3 smaller than the 7x7 filter", stem_desc(2, 3, 3, 4, 64, 7, 7, 3, 3, 2, 2)},
+      {"64x64 image: a tile is 8 whole output rows", stem_desc(2, 64, 64, 4, 64, 7, 7, 3, 3, 2, 2)},
+      {"300 tiny images: more tiles than resident CTAs", stem_desc(300, 8, 8, 4, 64, 7, 7, 3, 3, 2, 2)},
+      {"6x7 filter, asymmetric pad 2/1, stride 3", stem_desc(2, 23, 21, 4, 64, 6, 7, 2, 1, 3, 2)},
       // W a multiple of 8 (C = 3: 16-byte image rows: per-thread raw segments, two row buffers)
-      {"7x7/2 pad 3, 41x48: 3 tiles per image, W % 8 = 0", P(3, 41, 48, 4, 64, 7, 7, 3, 3, 2, 2)},
-      {"5x5 stride 3x2 pad 2, 30x40, K=48, W % 8 = 0", P(2, 30, 40, 4, 48, 5, 5, 2, 2, 3, 2)},
+      {"7x7/2 pad 3, 41x48: 3 tiles per image, W % 8 = 0", stem_desc(3, 41, 48, 4, 64, 7, 7, 3, 3, 2, 2)},
+      {"5x5 stride 3x2 pad 2, 30x40, K=48, W % 8 = 0", stem_desc(2, 30, 40, 4, 48, 5, 5, 2, 2, 3, 2)},
   };
   return v;
 }
 
-std::vector<EpilogueSpec> epilogues() {
+std::vector<EpilogueSpec> stem_epilogues() {
   std::vector<EpilogueSpec> v;
   v.push_back(bias_activation(Activation::relu));  // the headline (fast store path)
   v.push_back(bias_activation(Activation::gelu_tanh));
@@ -78,7 +78,7 @@ std::vector<EpilogueSpec> epilogues() {
   return v;
 }
 
-const DeviceInfo& this_device() {
+const DeviceInfo& stem_device() {
   static const DeviceInfo dev = [] {
     DeviceInfo d;
     REQUIRE(current_device(d).ok());
@@ -90,7 +90,7 @@ const DeviceInfo& this_device() {
 std::vector<const ConvKernelEntry*> stem_instances() {
   std::vector<const ConvKernelEntry*> v;
   for (const auto& e : conv_table().entries())
-    if (e.config.iterator == ConvIterator::stem && this_device().cc >= e.config.gemm.arch_cc) v.push_back(&e);
+    if (e.config.iterator == ConvIterator::stem && stem_device().cc >= e.config.gemm.arch_cc) v.push_back(&e);
   return v;
 }
 
@@ -99,11 +99,11 @@ std::vector<const ConvKernelEntry*> stem_instances() {
 TEST_CASE("conv stem: every stem instance on small stems vs float64, every epilogue and output type") {
   const auto stems = stem_instances();
   REQUIRE(stems.size() >= 4);  // f16 and bf16, C = 4 and 3
-  const auto eps = epilogues();
+  const auto eps = stem_epilogues();
   const DType outs[] = {DType::f16, DType::bf16, DType::f32};
   std::uint64_t seed = 7000;
   for (const ConvKernelEntry* e : stems) {
-    for (const Named& p : stem_problems()) {
+    for (const StemProblem& p : stem_problems()) {
       Conv2dDesc d = p.d;
       d.c = e->config.channels;
       d.type = e->config.operand();
@@ -111,7 +111,7 @@ TEST_CASE("conv stem: every stem instance on small stems vs float64, every epilo
       Conv2dOperands o;
       o.x = c.x.data();
       o.w = c.w.data();
-      const Status can = can_implement(*e, d, alignment_of(d, o), &this_device());
+      const Status can = can_implement(*e, d, alignment_of(d, o), &stem_device());
       INFO(e->name << " on " << p.what << ": " << can.to_string());
       REQUIRE(can.ok());
       // bias + ReLU in every output type, then the other epilogues in turn
@@ -133,7 +133,7 @@ TEST_CASE("conv stem: every stem instance on small stems vs float64, every epilo
       CHECK(chk.ok(tolerance(out)));
     }
     // Every epilogue x output type on one stem shape per instance.
-    Conv2dDesc d = P(2, 17, 23, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
+    Conv2dDesc d = stem_desc(2, 17, 23, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
     d.type = e->config.operand();
     const ConvCase c(d, seed++);
     for (const EpilogueSpec& ep : eps)
@@ -152,10 +152,10 @@ TEST_CASE("conv stem: x at every 2-byte offset from 16-byte alignment (C < 4: ra
   for (const ConvKernelEntry* e : stem_instances()) {
     if (e->config.channels == 4) continue;  // C = 4 needs 8-byte aligned x (a reason, tested below)
     for (std::int64_t off : {1, 2, 3, 5, 7}) {
-      for (const Conv2dDesc& base : {P(2, 17, 23, e->config.channels, 64, 7, 7, 3, 3, 2, 2),
-                                     P(3, 40, 50, e->config.channels, 64, 7, 7, 3, 3, 2, 2),
-                                     P(2, 25, 48, e->config.channels, 64, 7, 7, 3, 3, 2, 2),
-                                     P(2, 5, 1, e->config.channels, 64, 3, 3, 1, 1, 1, 2)}) {
+      for (const Conv2dDesc& base : {stem_desc(2, 17, 23, e->config.channels, 64, 7, 7, 3, 3, 2, 2),
+                                     stem_desc(3, 40, 50, e->config.channels, 64, 7, 7, 3, 3, 2, 2),
+                                     stem_desc(2, 25, 48, e->config.channels, 64, 7, 7, 3, 3, 2, 2),
+                                     stem_desc(2, 5, 1, e->config.channels, 64, 3, 3, 1, 1, 1, 2)}) {
         Conv2dDesc d = base;
         d.type = e->config.operand();
         const ConvCase c(d, 50 + off, off);
@@ -169,7 +169,7 @@ TEST_CASE("conv stem: x at every 2-byte offset from 16-byte alignment (C < 4: ra
 
 TEST_CASE("conv stem: residual aliasing y, and y not 16-byte aligned") {
   for (const ConvKernelEntry* e : stem_instances()) {
-    Conv2dDesc d = P(2, 17, 23, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
+    Conv2dDesc d = stem_desc(2, 17, 23, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
     d.type = e->config.operand();
     const ConvCase c(d, 31);
     EpilogueSpec ep = bias_activation(Activation::relu);
@@ -180,7 +180,7 @@ TEST_CASE("conv stem: residual aliasing y, and y not 16-byte aligned") {
   }
   // y 2 bytes past 16-byte alignment: the general store path with scalar stores.
   for (const ConvKernelEntry* e : stem_instances()) {
-    Conv2dDesc d = P(2, 17, 23, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
+    Conv2dDesc d = stem_desc(2, 17, 23, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
     d.type = d.out_type = e->config.operand();
     d.epilogue = bias_activation(Activation::relu);
     const ConvCase c(d, 41);
@@ -202,7 +202,7 @@ TEST_CASE("conv stem: residual aliasing y, and y not 16-byte aligned") {
 TEST_CASE("conv stem: a non-finite input pixel reaches only the outputs whose window covers it") {
   for (const ConvKernelEntry* e : stem_instances()) {
     const int ch = e->config.channels;
-    for (const Conv2dDesc& base : {P(1, 17, 23, ch, 64, 7, 7, 3, 3, 2, 2), P(1, 15, 21, ch, 64, 5, 5, 2, 2, 2, 2)}) {
+    for (const Conv2dDesc& base : {stem_desc(1, 17, 23, ch, 64, 7, 7, 3, 3, 2, 2), stem_desc(1, 15, 21, ch, 64, 5, 5, 2, 2, 2, 2)}) {
       Conv2dDesc d = base;
       d.type = d.out_type = e->config.operand();
       d.epilogue = bias_activation(Activation::relu);
@@ -253,13 +253,13 @@ TEST_CASE("conv stem: a non-finite input pixel reaches only the outputs whose wi
 // problem through the general one.
 TEST_CASE("conv stem: multi-lap grid, fast and general epilogues (sanitizer workload)") {
   for (const ConvKernelEntry* e : stem_instances()) {
-    Conv2dDesc d = P(300, 8, 8, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
+    Conv2dDesc d = stem_desc(300, 8, 8, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
     d.type = e->config.operand();
     const ConvCase c(d, 80);
     Check chk = run_and_check(c, bias_activation(Activation::relu), d.type, e->name.data(), 81);
     INFO(e->name << " " << describe(d) << ": " << chk.summary());
     CHECK(chk.ok(tolerance(d.type)));
-    Conv2dDesc d2 = P(3, 40, 50, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
+    Conv2dDesc d2 = stem_desc(3, 40, 50, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
     d2.type = e->config.operand();
     const ConvCase c2(d2, 82);
     EpilogueSpec ep = bias_activation(Activation::silu);
@@ -278,26 +278,26 @@ TEST_CASE("conv stem: what a stem instance cannot run, and why") {
       Conv2dOperands o;
       o.x = reinterpret_cast<const void*>(std::uintptr_t{4096} + 2 * x_offset_elems);
       o.w = reinterpret_cast<const void*>(std::uintptr_t{1 << 20});
-      return can_implement(*e, d, alignment_of(d, o), &this_device());
+      return can_implement(*e, d, alignment_of(d, o), &stem_device());
     };
     CAPTURE(e->name);
-    CHECK(why(P(2, 17, 23, ch, 64, 7, 7, 3, 3, 2, 2)).ok());
-    Status s = why(P(2, 17, 23, ch + 1, 64, 7, 7, 3, 3, 2, 2));
+    CHECK(why(stem_desc(2, 17, 23, ch, 64, 7, 7, 3, 3, 2, 2)).ok());
+    Status s = why(stem_desc(2, 17, 23, ch + 1, 64, 7, 7, 3, 3, 2, 2));
     CHECK(s.code() == StatusCode::unsupported);
     CHECK(s.message().find("specialized for C = " + std::to_string(ch)) != std::string::npos);
-    s = why(P(2, 17, 23, ch, 64, 7, 7, 3, 3, 2, 1));
+    s = why(stem_desc(2, 17, 23, ch, 64, 7, 7, 3, 3, 2, 1));
     CHECK(s.message().find("stride_w = 2") != std::string::npos);
-    s = why(P(2, 17, 23, ch, 64, 7, 7, 3, 3, 2, 2, 1, 2));
+    s = why(stem_desc(2, 17, 23, ch, 64, 7, 7, 3, 3, 2, 2, 1, 2));
     CHECK(s.message().find("dil_w = 1") != std::string::npos);
-    s = why(P(2, 17, 23, ch, 64, 9, 7, 3, 3, 2, 2));
+    s = why(stem_desc(2, 17, 23, ch, 64, 9, 7, 3, 3, 2, 2));
     CHECK(s.message().find("filters up to 8x8") != std::string::npos);
-    s = why(P(2, 17, 23, ch, 65, 7, 7, 3, 3, 2, 2));
+    s = why(stem_desc(2, 17, 23, ch, 65, 7, 7, 3, 3, 2, 2));
     CHECK(s.message().find("up to 64 output channels") != std::string::npos);
-    s = why(P(1, 8, 40000, ch, 64, 7, 7, 3, 3, 2, 2));  // rows of 20000 output pixels do not fit
+    s = why(stem_desc(1, 8, 40000, ch, 64, 7, 7, 3, 3, 2, 2));  // rows of 20000 output pixels do not fit
     CHECK(s.code() == StatusCode::unsupported);
     CHECK(s.message().find("shared memory") != std::string::npos);
     if (ch == 4) {  // 8-byte pixel copies: x must be 8-byte aligned
-      s = why(P(2, 17, 23, ch, 64, 7, 7, 3, 3, 2, 2), 1);
+      s = why(stem_desc(2, 17, 23, ch, 64, 7, 7, 3, 3, 2, 2), 1);
       CHECK(s.code() == StatusCode::misaligned);
     }
   }
@@ -305,7 +305,7 @@ TEST_CASE("conv stem: what a stem instance cannot run, and why") {
 
 TEST_CASE("conv stem: the ResNet-50 stem at N = 32 (C = 4 and 3) matches the few-channels instances") {
   for (int ch : {4, 3}) {
-    Conv2dDesc d = P(32, 224, 224, ch, 64, 7, 7, 3, 3, 2, 2);
+    Conv2dDesc d = stem_desc(32, 224, 224, ch, 64, 7, 7, 3, 3, 2, 2);
     d.epilogue = bias_activation(Activation::relu);
     const ConvShape s = conv_shape(d);
     Rng rng(900 + ch);
@@ -336,7 +336,7 @@ TEST_CASE("conv stem: the ResNet-50 stem at N = 32 (C = 4 and 3) matches the few
 
 TEST_CASE("conv stem: the heuristic picks the stem for the ResNet-50 first layer") {
   for (int ch : {4, 3}) {
-    Conv2dDesc d = P(32, 224, 224, ch, 64, 7, 7, 3, 3, 2, 2);
+    Conv2dDesc d = stem_desc(32, 224, 224, ch, 64, 7, 7, 3, 3, 2, 2);
     d.epilogue = bias_activation(Activation::relu);
     Conv2dOperands o;
     o.x = reinterpret_cast<const void*>(std::uintptr_t{4096});
@@ -346,7 +346,7 @@ TEST_CASE("conv stem: the heuristic picks the stem for the ResNet-50 first layer
     const ConvKernelEntry* e = nullptr;
     ConvOptions opt;
     opt.heuristic = true;
-    REQUIRE(select_conv(d, o, conv_table(), this_device(), opt, e).ok());
+    REQUIRE(select_conv(d, o, conv_table(), stem_device(), opt, e).ok());
     CHECK(e->config.iterator == ConvIterator::stem);
     CHECK(e->config.channels == ch);
   }
