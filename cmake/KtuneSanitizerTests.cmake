@@ -95,10 +95,15 @@ elseif(KTUNE_SANITIZER_TESTS)
 
   # Fuzz targets replayed over their corpus (the libFuzzer build and timed runs: scripts/fuzz.sh).
   file(GLOB _fuzz_targets CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/test/fuzz/fuzz_*.cpp")
+  if(_fuzz_targets)
+    # replay_main.cpp (no ktune code) compiled once for all replays.
+    add_library(ktune_fuzz_replay_main OBJECT "${PROJECT_SOURCE_DIR}/test/fuzz/replay_main.cpp")
+    ktune_sanitized_target(ktune_fuzz_replay_main ASAN)
+  endif()
   foreach(_src IN LISTS _fuzz_targets)
     get_filename_component(_name "${_src}" NAME_WE)
     string(REGEX REPLACE "^fuzz_" "" _name "${_name}")
-    add_executable(ktune_fuzz_${_name}_replay "${_src}" "${PROJECT_SOURCE_DIR}/test/fuzz/replay_main.cpp")
+    add_executable(ktune_fuzz_${_name}_replay "${_src}" $<TARGET_OBJECTS:ktune_fuzz_replay_main>)
     ktune_sanitized_target(ktune_fuzz_${_name}_replay ASAN)
     add_test(NAME ktune_fuzz_${_name}_replay
              COMMAND ktune_fuzz_${_name}_replay "${PROJECT_SOURCE_DIR}/test/fuzz/corpus/${_name}")
