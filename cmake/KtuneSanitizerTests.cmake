@@ -19,6 +19,9 @@
 
 option(KTUNE_SANITIZER_TESTS "Build the host tests again with ASan+UBSan and TSan (ctest label: sanitize)" ON)
 option(KTUNE_SANITIZE_TABLE_TESTS "ASan+UBSan also for the host tests that read the instance table (links the instances)" ON)
+# TRUE below when ktune_host_tests_asan compiles every test/host/*.cpp: it is then the `host` test too, and the
+# plain build (ktune_host_tests) is left out unless KTUNE_PLAIN_HOST_TESTS (CMakeLists.txt).
+set(KTUNE_ASAN_HAS_EVERY_HOST_TEST FALSE)
 
 if(KTUNE_SANITIZER_TESTS AND NOT CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   message(STATUS "ktune: sanitizer tests need GCC or Clang as the C++ compiler; not built")
@@ -82,7 +85,14 @@ elseif(KTUNE_SANITIZER_TESTS)
       ktune_link_internal(ktune_host_tests_asan)
     endif()
     add_test(NAME ktune_host_tests_asan COMMAND ktune_host_tests_asan)
-    set_tests_properties(ktune_host_tests_asan PROPERTIES LABELS sanitize ENVIRONMENT "${KTUNE_ASAN_ENV}")
+    set(_san_labels sanitize)
+    if(KTUNE_SANITIZE_TABLE_TESTS AND TARGET ktune_instances)
+      set(KTUNE_ASAN_HAS_EVERY_HOST_TEST TRUE)
+      if(NOT KTUNE_PLAIN_HOST_TESTS)
+        set(_san_labels "host;sanitize")  # the host tests' only build (CMakeLists.txt)
+      endif()
+    endif()
+    set_tests_properties(ktune_host_tests_asan PROPERTIES LABELS "${_san_labels}" ENVIRONMENT "${KTUNE_ASAN_ENV}")
   endif()
 
   if(_san_tsan_sources)
