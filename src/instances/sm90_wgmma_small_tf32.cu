@@ -1,5 +1,6 @@
-// ktune::families::Sm90WgmmaF16Small (TMA + wgmma f16/bf16, 64/128-row tiles) and Sm90WgmmaTf32 (TMA +
-// wgmma tf32), every surviving configuration.
+// ktune::families::Sm90WgmmaF16Small (TMA + wgmma f16/bf16, 64/128-row tiles), Sm90WgmmaTf32 (TMA +
+// wgmma tf32) and Sm90WgmmaTf32PingPong (tf32, ping-pong consumers; its own TU until session 7: 21.6 s of
+// CPU, ~7 of them the headers), every surviving configuration.
 // Few, large translation units: each one pays ~12 s of CPU (two architectures; ~7 s for these sm_90a-only
 // ones) to parse ktune's headers before its first instance, so the families are split only as far as 2
 // cores need. (The two families had a TU each: 60.4 + 42.5 s of CPU apart, 86.7 s together, load ~3.)
@@ -8,3 +9,4 @@
 
 KTUNE_REGISTER_GEMM_FAMILY_PART(ktune::families::Sm90WgmmaF16Small, 0, 1)
 KTUNE_REGISTER_GEMM_FAMILY_PART(ktune::families::Sm90WgmmaTf32, 0, 1)
+KTUNE_REGISTER_GEMM_FAMILY_PART(ktune::families::Sm90WgmmaTf32PingPong, 0, 1)
