@@ -633,14 +633,38 @@ __device__ __forceinline__ std::uint32_t pack2_relu(float x, float y) {
   return r;
 }
 
+// Two floats to D's packed pair, as 32 bits.
+template <class T>
+__device__ __forceinline__ std::uint32_t pack2_bits(float x, float y) {
+  const auto pair = epilogue::pack2<T>(x, y);
+  std::uint32_t r;
+  static_assert(sizeof(pair) == sizeof(r));
+  __builtin_memcpy(&r, &pair, sizeof(r));
+  return r;
+}
+
+// stmatrix .x4 (four 8x8 16-bit matrices from the mma fragment layout; lane l gives the shared address of
+// row l % 8 of matrix l / 8): 16 bytes per row, 512 bytes per warp instruction instead of 128 for 32-bit
+// STS. Hand PTX: cuda::ptx has no stmatrix.
+__device__ __forceinline__ void stmatrix_x4(std::uint32_t addr, std::uint32_t r0, std::uint32_t r1, std::uint32_t r2,
+                                            std::uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0), "r"(r1), "r"(r2),
+               "r"(r3)
+               : "memory");
+}
+
 // relu: apply max(0, ·) while packing (the fragment epilogue left it out: apply_fragments relu_later).
 template <class ML, class TOut>
 __device__ __forceinline__ void store_tile_wide(const CUtensorMap* map, typename ML::Accumulators& acc, char* bufs, int nbuf,
                                                 int blocks, int row0, int col0, int m, int n, int& slot, bool relu) {
   static_assert(sizeof(TOut) == 2 && sm90_wide_store_fits<ML>, "16-bit D, 64-column blocks");
   constexpr int band_blocks = ML::WN / 64;
-  using Pair = decltype(epilogue::pack2<TOut>(0.0f, 0.0f));
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int lane = threadIdx.x & 31, i = lane & 7, mat = lane >> 3;
+  // This lane's stmatrix row: row i + 8 (mat & 1) of the band, unit 2q + (mat >> 1) at unit ^ i (bits 4-6
+  // of the byte offset: bit 4 fixed per lane, bits 5-6 XORed with q).
+  const std::uint32_t lane_off = (i + 8 * (mat & 1)) * 128 + ((((mat >> 1) ^ i) & 1) << 4), unit_x = (i & 6) << 4;
+  const std::uint32_t bufs_s = static_cast<std::uint32_t>(__cvta_generic_to_shared(bufs));
+  std::uint32_t buf_s = bufs_s;
   char* buf = bufs;
   bool live = false;  // the current operation lies (partly) inside D
 #pragma unroll
@@ -652,25 +676,51 @@ __device__ __forceinline__ void store_tile_wide(const CUtensorMap* map, typename
         live = rb < m && col0 + 64 * blk < n;  // warp-uniform
         if (live) {
           buf = bufs + slot * (blocks * sm90_wide_block_bytes);
+          buf_s = bufs_s + slot * (blocks * sm90_wide_block_bytes);
           if (lane == 0) bulk_wait_read(nbuf - 1);
           __syncwarp();  // the store issued from this buffer nbuf operations ago has read it
         }
       }
       if (!live) continue;
-      char* out = buf + in_op * sm90_wide_block_bytes;
-      if (relu) {
+      if constexpr (ML::MI == 1) {
+        // Four 8x8 matrices (rows 0-7 / 8-15 of 16-byte units 2q, 2q + 1) per stmatrix: lane (g, t)'s packed
+        // pairs are their fragments, lane l gives the address of row l % 8 of matrix l / 8 (swizzled unit).
+        // (Two m64 blocks per warp, 256x128: ptxas spilled 72 bytes for stmatrix's 4-register groups.)
+        const std::uint32_t out = buf_s + in_op * sm90_wide_block_bytes + lane_off;
+        if (relu) {
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const int jj = 8 * blk + j, at = g * 128 + ((j ^ g) << 4) + 4 * t;
-          *reinterpret_cast<std::uint32_t*>(out + at) = pack2_relu<TOut>(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
-          *reinterpret_cast<std::uint32_t*>(out + at + 8 * 128) = pack2_relu<TOut>(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
+          for (int q = 0; q < 4; ++q) {
+            const int a = 4 * (8 * blk + 2 * q), b = a + 4;  // accumulators of units 2q and 2q + 1
+            stmatrix_x4(out + (unit_x ^ (q << 5)), pack2_relu<TOut>(acc[mi][a], acc[mi][a + 1]),
+                        pack2_relu<TOut>(acc[mi][a + 2], acc[mi][a + 3]), pack2_relu<TOut>(acc[mi][b], acc[mi][b + 1]),
+                        pack2_relu<TOut>(acc[mi][b + 2], acc[mi][b + 3]));
+          }
+        } else {
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            const int a = 4 * (8 * blk + 2 * q), b = a + 4;
+            stmatrix_x4(out + (unit_x ^ (q << 5)), pack2_bits<TOut>(acc[mi][a], acc[mi][a + 1]),
+                        pack2_bits<TOut>(acc[mi][a + 2], acc[mi][a + 3]), pack2_bits<TOut>(acc[mi][b], acc[mi][b + 1]),
+                        pack2_bits<TOut>(acc[mi][b + 2], acc[mi][b + 3]));
+          }
         }
-      } else {
+      } else {  // lane (g, t): columns 8j + 2t, +1 of rows g and g + 8, one 32-bit store each
+        const int g = lane >> 2, t = lane & 3;
+        char* out = buf + in_op * sm90_wide_block_bytes;
+        if (relu) {
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {  // lane (g, t): columns 8j + 2t, +1 of rows g and g + 8
-          const int jj = 8 * blk + j, at = g * 128 + ((j ^ g) << 4) + 4 * t;
-          *reinterpret_cast<Pair*>(out + at) = epilogue::pack2<TOut>(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
-          *reinterpret_cast<Pair*>(out + at + 8 * 128) = epilogue::pack2<TOut>(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
+          for (int j = 0; j < 8; ++j) {
+            const int jj = 8 * blk + j, at = g * 128 + ((j ^ g) << 4) + 4 * t;
+            *reinterpret_cast<std::uint32_t*>(out + at) = pack2_relu<TOut>(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
+            *reinterpret_cast<std::uint32_t*>(out + at + 8 * 128) = pack2_relu<TOut>(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const int jj = 8 * blk + j, at = g * 128 + ((j ^ g) << 4) + 4 * t;
+            *reinterpret_cast<std::uint32_t*>(out + at) = pack2_bits<TOut>(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
+            *reinterpret_cast<std::uint32_t*>(out + at + 8 * 128) = pack2_bits<TOut>(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
+          }
         }
       }
       if (in_op == blocks - 1 || blk == band_blocks - 1) {
