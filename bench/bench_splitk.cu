@@ -15,7 +15,9 @@
 // --sk also times the stream-K tactic (@sk) of every instance that takes it ([proposed] where
 // launch_variants would time it);
 // --cluster also times cluster split-K (@split<N>c<C>) with every cluster size 4, 8, 16 (2 up to 8 slices)
-// dividing N in {2, 4, ..., 256}, on the instances that take it (sm90 devices);
+// dividing N in {2, 4, ..., 256} on the sm80 instances that take it, @split<C>c<C> up to the instance's
+// limit on the sm90 ones (sm90 devices);
+// --only T1,T2,... keeps only the tactics of those names (of the ones the other flags select);
 // --benchmark_* arguments (scripts/gpu-check.sh) mean --quick (2 shapes, small-tile instances).
 #include <cuda_runtime.h>
 
@@ -64,6 +66,7 @@ int fail(const Status& s, const char* what) {
 
 int main(int argc, char** argv) {
   bool quick = false, sweep = false, tuned = false, store_ab = false, streamk = false, cluster = false;
+  std::string only_tactics;
   int top = 5, raster = 0;
   std::string only, filter;
   for (int i = 1; i < argc; ++i) {
@@ -76,10 +79,11 @@ int main(int argc, char** argv) {
     else if (a == "--tuned") tuned = true;
     else if (a == "--sk") streamk = true;
     else if (a == "--cluster") cluster = true;
+    else if (a == "--only" && i + 1 < argc) only_tactics = argv[++i];
     else if (a == "--store-ab") store_ab = true;
     else if (a == "--raster" && i + 1 < argc) raster = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--quick] [--sweep] [--top N] [--shape MxNxK] [--filter A|B|...] [--tuned] [--store-ab] [--raster G] [--sk] [--cluster]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--sweep] [--top N] [--shape MxNxK] [--filter A|B|...] [--tuned] [--store-ab] [--raster G] [--sk] [--cluster] [--only T1,T2]\n", argv[0]);
       return 2;
     }
   }
@@ -191,7 +195,8 @@ int main(int argc, char** argv) {
         const std::int64_t k_tiles = (d.k + e->config.tile.k - 1) / e->config.tile.k;
         for (int sk : {2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256})
           for (int cl : {2, 4, 8, 16}) {
-            if (sk % cl != 0 || sk > k_tiles || (cl == 2 && sk > 8)) continue;
+            if (sk % cl != 0 || sk > k_tiles || (cl == 2 && sk > 8) || cl > cluster_split_k_limit(e->config)) continue;
+            if (!cluster_split_k_across_clusters(e->config) && sk != cl) continue;  // sm90: one cluster per tile
             GemmLaunchOptions lo;
             lo.split_k = sk;
             lo.split_mode = SplitKMode::cluster;
@@ -210,6 +215,10 @@ int main(int argc, char** argv) {
         tactics.push_back({e, lo, prop});
       }
     }
+    if (!only_tactics.empty())  // --only: the named tactics alone (e.g. under ncu)
+      tactics.erase(std::remove_if(tactics.begin(), tactics.end(), [&](const Tactic& t) {
+                      return ("," + only_tactics + ",").find("," + t.name() + ",") == std::string::npos;
+                    }), tactics.end());
     std::size_t ws_need = 0;
     for (const Tactic& t : tactics) ws_need = std::max(ws_need, workspace_bytes_for(*t.e, d, t.lo));
     if (ws_need > workspace.bytes())

@@ -121,9 +121,15 @@ inline Status check_launch_options(const GemmKernelEntry& e, const GemmLaunchOpt
   if (o.split_k > 1 && (e.workspace_size == nullptr || is_route(e)))  // a route's workspace holds its copies
     return error(StatusCode::unsupported, "instance " + std::string(e.name) + " does not support split-K (split_k=" +
                                               std::to_string(o.split_k) + ")");
-  if (o.split_k > 1 && o.split_mode == SplitKMode::cluster && !supports_cluster_split_k(e.config))
-    return error(StatusCode::unsupported, "instance " + std::string(e.name) +
-                                              " does not support cluster split-K (sm80 mma.sync instances with tiles of at most 32 rows)");
+  if (o.split_k > 1 && o.split_mode == SplitKMode::cluster) {
+    if (o.split_cluster > cluster_split_k_limit(e.config))
+      return error(StatusCode::unsupported, "instance " + std::string(e.name) + " takes cluster split-K with clusters of up to " +
+                                                std::to_string(cluster_split_k_limit(e.config)) + " CTAs (1: none), got " +
+                                                std::to_string(o.split_cluster));
+    if (o.split_k != o.split_cluster && !cluster_split_k_across_clusters(e.config))
+      return error(StatusCode::unsupported, "instance " + std::string(e.name) + " takes cluster split-K with one cluster per tile only "
+                                                "(split_k == split_cluster), got split_k=" + std::to_string(o.split_k));
+  }
   if (o.stream_k && (!supports_stream_k(e.config) || e.workspace_size == nullptr || is_route(e)))
     return error(StatusCode::unsupported, "instance " + std::string(e.name) +
                                               " does not support stream-K (sm90 wgmma instances with warpgroup tiles up to 64x128)");

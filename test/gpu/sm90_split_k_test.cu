@@ -19,6 +19,7 @@
 
 #include "gpu/test_util.cuh"
 #include "ktune/gemm/split_k.hpp"
+#include "ktune/gemm/tactics.hpp"
 
 using namespace kt;
 
@@ -329,4 +330,125 @@ TEST_CASE("sm90 split-K: sanitizer target") {
       if (r.status.ok()) CHECK_MESSAGE(r.check.ok(tolerance(e->config.math, DType::bf16)), e->name << ": " << r.check.summary());
     }
   }
+}
+
+// ---- Cluster split-K on sm90 (SplitKMode::cluster, one cluster of split_k CTAs per tile: warp_specialized_gemm's
+// ClusterK path, rank r the k-slice r, the ranks' accumulators added through distributed shared memory)
+
+namespace {
+
+GemmLaunchOptions sm90_cluster(int ck) {
+  GemmLaunchOptions o;
+  o.split_k = ck;
+  o.split_mode = SplitKMode::cluster;
+  o.split_cluster = ck;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("sm90 cluster split-K: every cluster size of every instance that takes it, edge shapes, epilogues, bit-identity") {
+  DeviceInfo dev;
+  backend::device_info(dev);
+  std::vector<const GemmKernelEntry*> instances;
+  for (const GemmKernelEntry* e : sm90_tn_instances(dev))
+    if (supports_cluster_split_k(e->config)) instances.push_back(e);
+  if (instances.empty()) {
+    MESSAGE("no sm90 instance with cluster split-K runs on this device");
+    return;
+  }
+  const std::vector<Sm90SplitShape> shapes = {
+      {"M = 1, odd N", 1, 197, 1000},
+      {"K < ranks·BK: 2 k-tiles, empty slices", 130, 136, 128},
+      {"prime M, N = 4 mod 8, K not divisible by the ranks, padded ldd", 131, 260, 1000, 3},
+      {"many tiles (more clusters than resident at once)", 1100, 1040, 520},
+  };
+  const auto cases = whole_sum_epilogue_cases();
+  std::uint64_t seed = 9900;
+  int runs = 0;
+  for (const GemmKernelEntry* e : instances) {
+    const int limit = cluster_split_k_limit(e->config);
+    for (int ck = 2; ck <= limit; ++ck) {
+      for (const Sm90SplitShape& sh : shapes) {
+        Rng rng(seed++);
+        const RandomOperands op = random_operands(*e, sh.m, sh.n, sh.k, rng);
+        for (DType out : {DType::f32, DType::bf16}) {
+          OutputCase oc;
+          oc.d_type = out;
+          oc.ldd_pad = sh.pad_d;
+          const RunResult r = run_checked(op.A, op.B, op.acc, e->config.math, oc, e->name.data(), rng, nullptr, sm90_cluster(ck));
+          ++runs;
+          CHECK_MESSAGE(r.status.ok(), e->name << " @split" << ck << "c" << ck << " " << sh.what << ": " << r.status.to_string());
+          if (r.status.ok())
+            CHECK_MESSAGE(r.check.ok(tolerance(e->config.math, out)),
+                          e->name << " @split" << ck << "c" << ck << " " << sh.what << " out " << to_string(out) << ": " << r.check.summary());
+        }
+      }
+      Rng rng(seed++);
+      const RandomOperands op = random_operands(*e, 200, 264, 1104, rng);
+      for (auto& [what, oc] : cases) {
+        const RunResult r = run_checked(op.A, op.B, op.acc, e->config.math, oc, e->name.data(), rng, nullptr, sm90_cluster(ck));
+        CHECK_MESSAGE(r.status.ok(), e->name << " " << what << ": " << r.status.to_string());
+        if (r.status.ok())
+          CHECK_MESSAGE(r.check.ok(tolerance(e->config.math, oc.d_type)), e->name << " @split" << ck << "c" << ck << " " << what << ": " << r.check.summary());
+      }
+      // Bit-identical run to run, bias + SiLU into bf16 (no workspace: nothing to fill with garbage).
+      Sm90Direct x;
+      x.d.m = 200;
+      x.d.n = 264;
+      x.d.k = 1104;
+      x.d.ab_type = e->config.operand();
+      x.d.a_layout = Layout::row;
+      x.d.b_layout = Layout::col;
+      x.d.compute = compute_for(e->config.math);
+      x.d.d_type = DType::bf16;
+      x.d.epilogue = bias_activation(Activation::silu);
+      x.D = poisoned(storage(x.d.d_type, 200, 264, true));
+      x.bias = random_matrix(storage(x.d.d_type, 1, 264, true), rng);
+      x.ops.a = op.A.data();
+      x.ops.b = op.B.data();
+      x.ops.d = x.D.data();
+      x.ops.bias = x.bias.data();
+      const auto first = sm90_run_image(x, *e, sm90_cluster(ck), 0);
+      CHECK_MESSAGE(sm90_run_image(x, *e, sm90_cluster(ck), 0) == first, e->name << " @split" << ck << "c" << ck << " differs run to run");
+      CHECK_MESSAGE(sm90_run_image(x, *e, sm90_cluster(ck), 0) == first, e->name << " @split" << ck << "c" << ck << " differs run to run");
+      const Check c = check_image(x.D.st, first, reference_epilogue(op.acc, 200, 264, x.d.epilogue, nullptr, &x.bias.vals, nullptr));
+      CHECK_MESSAGE(c.ok(tolerance(e->config.math, DType::bf16)), e->name << " @split" << ck << "c" << ck << " bias+SiLU: " << c.summary());
+    }
+    // Refused (unsupported, nothing launched or written): a cluster above the ring's limit, several
+    // clusters per tile, cluster = 2 with it.
+    GemmLaunchOptions over = sm90_cluster(limit + 1), several = sm90_cluster(2), multicast = sm90_cluster(2);
+    several.split_k = 4;
+    multicast.cluster = 2;
+    for (const GemmLaunchOptions& lo : {over, several, multicast}) {
+      if (lo.split_cluster > max_split_cluster) continue;
+      Rng rng(seed++);
+      const RandomOperands op = random_operands(*e, 64, 136, 1024, rng);
+      GemmDesc d;
+      d.m = 64;
+      d.n = 136;
+      d.k = 1024;
+      d.ab_type = e->config.operand();
+      d.a_layout = Layout::row;
+      d.b_layout = Layout::col;
+      d.compute = compute_for(e->config.math);
+      d.d_type = DType::bf16;
+      Matrix D = poisoned(storage(DType::bf16, 64, 136, true));
+      D.upload();
+      GemmOperands ops;
+      ops.a = op.A.data();
+      ops.b = op.B.data();
+      ops.d = D.data();
+      const Status st = e->launch(resolved(d), ops, lo, nullptr);
+      CHECK_MESSAGE(st.code() == StatusCode::unsupported, e->name << "@" << launch_suffix(lo) << ": " << st.to_string());
+      if (lo.cluster != 2) CHECK(check_launch_options(*e, lo).code() == StatusCode::unsupported);
+      backend::sync(nullptr);
+      const auto img = D.download();
+      CHECK(std::all_of(img.begin(), img.end(), [](unsigned char b) { return b == kPoison; }));
+    }
+  }
+  // Instances without it refuse it.
+  for (const GemmKernelEntry* e : sm90_tn_instances(dev))
+    if (!supports_cluster_split_k(e->config)) CHECK(check_launch_options(*e, sm90_cluster(2)).code() == StatusCode::unsupported);
+  MESSAGE(runs << " sm90 cluster split-K runs over " << instances.size() << " instances");
 }

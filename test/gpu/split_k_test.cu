@@ -373,7 +373,10 @@ GemmLaunchOptions cluster_split(int s, int cl) {
 std::vector<const GemmKernelEntry*> cluster_instances(const DeviceInfo& dev) {
   std::map<std::string_view, const GemmKernelEntry*> pick;
   for (const auto& e : gemm_table().entries()) {
-    if (!supports_cluster_split_k(e.config) || e.workspace_size == nullptr || is_route(e) || !runs_on_device(e, dev).ok()) continue;
+    // (The sm80 form, several clusters per tile; sm90's one cluster per tile: sm90_split_k_test.)
+    if (!supports_cluster_split_k(e.config) || !cluster_split_k_across_clusters(e.config) || e.workspace_size == nullptr ||
+        is_route(e) || !runs_on_device(e, dev).ok())
+      continue;
     if (e.config.math != MathOp::mma_bf16 || e.config.b_layout != Layout::col) continue;
     auto& p = pick[e.family];
     if (p == nullptr || e.config.tile.k > p->config.tile.k) p = &e;  // 16x64x128 / 32x64x128 over 16x128x64

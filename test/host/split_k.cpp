@@ -2,12 +2,14 @@
 // the workspace layout, gemm_workspace_size) and split_k_variants on a fake H200. No GPU needed.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string>
 
 #include "fake_device.hpp"
 #include "ktune/gemm.hpp"
+#include "ktune/gemm/kernel/cluster_split_k.cuh"
 #include "ktune/gemm/split_k.hpp"
 #include "ktune/gemm/tactics.hpp"
 
@@ -247,22 +249,39 @@ TEST_CASE("cluster split-K: options, names, layout and proposals") {
   a100.cc = 80;
   for (const GemmLaunchOptions& o : split_k_variants(small, problem(64, 64, 65536), a100)) CHECK(o.split_mode != SplitKMode::cluster);
   for (const GemmLaunchOptions& o : split_k_variants(big, problem(64, 64, 65536), dev)) CHECK(o.split_mode != SplitKMode::cluster);
+  CHECK(cluster_split_k_limit(small.config) == 16);
+  // Each rank's part of the tile's 4-column groups: contiguous, disjoint, covering the tile once, sizes
+  // within one of each other (every small-M tile: 16x128 = 512, 16x64/32x64 = 256/512 groups, 32x128 = 1024).
+  for (int quads : {1, 3, 256, 512, 1024})
+    for (unsigned ranks = 2; ranks <= static_cast<unsigned>(max_split_cluster); ++ranks) {
+      int next = 0, lo = quads, hi = 0;
+      for (unsigned r = 0; r < ranks; ++r) {
+        const kernel::QuadRange p = kernel::cluster_split_part(quads, r, ranks);
+        CHECK(p.first == next);
+        CHECK(p.end >= p.first);
+        lo = std::min(lo, p.end - p.first);
+        hi = std::max(hi, p.end - p.first);
+        next = p.end;
+      }
+      CHECK(next == quads);
+      CHECK(hi - lo <= 1);
+    }
   CHECK(cluster_split_k_size(64) == 8);
   CHECK(cluster_split_k_size(12) == 4);
   CHECK(cluster_split_k_size(6) == 2);
   CHECK(cluster_split_k_size(7) == 1);
 }
 
-TEST_CASE("registered instances: cluster split-K exactly on the sm80 tiles of at most 32 rows") {
-  int n = 0;
+TEST_CASE("registered instances: cluster split-K on the sm80 tiles of at most 32 rows and the sm90 cooperative 64x128 warpgroup tiles") {
+  int n80 = 0;
   for (const GemmKernelEntry& e : gemm_table().entries()) {
     if (is_route(e)) continue;
     CAPTURE(e.name);
-    const bool cl = supports_cluster_split_k(e.config);
-    n += cl;
-    CHECK(check_launch_options(e, cluster_split(16, 8)).code() == (cl ? StatusCode::ok : StatusCode::unsupported));
-    if (!cl) continue;
-    CHECK((e.family == "sm80_mma_f16_small_m" || e.family == "sm80_mma_f16_small_m32"));
+    const int limit = cluster_split_k_limit(e.config);
+    if (limit <= 1) {
+      CHECK(check_launch_options(e, cluster_split(2, 2)).code() == StatusCode::unsupported);
+      continue;
+    }
     GemmDesc d = problem(64, 64, 65536);
     d.ab_type = e.config.operand();
     d.a_layout = e.config.a_layout;
@@ -270,11 +289,26 @@ TEST_CASE("registered instances: cluster split-K exactly on the sm80 tiles of at
     d = resolved(d);
     GemmOptions opt;
     opt.instance = e.name.data();
+    if (is_wgmma(e.config.math)) {  // one cluster per tile, up to what rank 0's ring holds (2..8)
+      CHECK(e.config.warp.m * e.config.warp.n <= 64 * 128);
+      CHECK(e.config.schedule == WgSchedule::cooperative);
+      CHECK(limit <= 8);
+      CHECK(check_launch_options(e, cluster_split(limit, limit)).ok());
+      CHECK(check_launch_options(e, cluster_split(2 * limit, limit)).code() == StatusCode::unsupported);
+      if (limit < 8) CHECK(check_launch_options(e, cluster_split(limit + 1, limit + 1)).code() == StatusCode::unsupported);
+      opt.launch = cluster_split(2, 2);
+      CHECK(gemm_workspace_size(d, opt) == 0);
+      continue;
+    }
+    ++n80;
+    CHECK(limit == 16);
+    CHECK((e.family == "sm80_mma_f16_small_m" || e.family == "sm80_mma_f16_small_m32"));
+    CHECK(check_launch_options(e, cluster_split(16, 8)).ok());
     opt.launch = cluster_split(64, 8);
     CHECK(gemm_workspace_size(d, opt) == split_k_layout(e.config, d, opt.launch).total_bytes);
     CHECK(gemm_workspace_size(d, opt) > 0);
     opt.launch = cluster_split(8, 8);
     CHECK(gemm_workspace_size(d, opt) == 0);
   }
-  CHECK(n == 16);
+  CHECK(n80 == 16);
 }

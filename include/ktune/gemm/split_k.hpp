@@ -103,8 +103,9 @@ constexpr int cluster_split_k_size(int s) { return s % 8 == 0 ? 8 : s % 4 == 0 ?
 // best estimate and its half in serial mode, and s*, s*/2 and 2·s* in parallel mode (which wins on most
 // shapes: the serial reduction's fence/atomic chain is on the critical path; the estimate's one-wave
 // s* was often one step too many: H200, 64x64x65536 32x64x128 @split64p 9.8 us vs its s* 128p 10.1).
-// Cluster mode (sm80 small-M instances on sm90 devices) at s* and s*/2 with cluster_split_k_size's
-// cluster. At most 8 options, no duplicates.
+// Cluster mode on sm90 devices at s* and s*/2: sm80 small-M instances in clusters of
+// cluster_split_k_size(s); sm90 instances one cluster per tile, s* capped at cluster_split_k_limit. At
+// most 8 options, no duplicates.
 // (This form: for a split-capable configuration c with resources r; conv's gemm1x1 route uses it.)
 inline std::vector<GemmLaunchOptions> split_k_variants(const GemmConfig& c, const GemmResources& r, const GemmDesc& desc,
                                                        const DeviceInfo& dev) {
@@ -125,8 +126,12 @@ inline std::vector<GemmLaunchOptions> split_k_variants(const GemmConfig& c, cons
   if (best == 1) return out;
   auto add = [&](int s, SplitKMode mode) {
     if (s < 2 || s > max_s || (mode == SplitKMode::serial && !supports_serial_split_k(c))) return;
-    const int cl = mode == SplitKMode::cluster ? cluster_split_k_size(s) : 1;
-    if (mode == SplitKMode::cluster && (cl < 2 || !supports_cluster_split_k(c) || dev.cc < 90)) return;
+    // Cluster mode: sm80 clusters of cluster_split_k_size(s); sm90 one cluster of s CTAs per tile.
+    const int cl = mode != SplitKMode::cluster ? 1 : cluster_split_k_across_clusters(c) ? cluster_split_k_size(s) : s;
+    if (mode == SplitKMode::cluster && (cl < 2 || cl > cluster_split_k_limit(c) || dev.cc < 90)) return;
+    // A cluster waits for its slowest CTA: only where all of them run in one wave (H200 s7-batchA,
+    // 1568x512x2048 64x128: 100 tiles @split2c2 19.4 us vs 11.5 unsplit; fitting ones ~ parallel mode).
+    if (mode == SplitKMode::cluster && double(tiles) * s > slots) return;
     for (const GemmLaunchOptions& o : out)
       if (o.split_k == s && o.split_mode == mode) return;
     GemmLaunchOptions o;
@@ -141,8 +146,9 @@ inline std::vector<GemmLaunchOptions> split_k_variants(const GemmConfig& c, cons
   add(best, SplitKMode::parallel);
   add(best / 2, SplitKMode::parallel);
   add(twice, SplitKMode::parallel);
-  add(best, SplitKMode::cluster);
-  add(best / 2, SplitKMode::cluster);
+  const int cluster_best = cluster_split_k_across_clusters(c) ? best : std::min(best, cluster_split_k_limit(c));
+  add(cluster_best, SplitKMode::cluster);
+  add(cluster_best / 2, SplitKMode::cluster);
   return out;
 }
 inline std::vector<GemmLaunchOptions> split_k_variants(const GemmKernelEntry& e, const GemmDesc& desc,

@@ -31,15 +31,27 @@ constexpr bool supports_split_k(const GemmConfig& c) {
 // those take parallel mode only.
 constexpr bool supports_serial_split_k(const GemmConfig& c) { return !is_wgmma(c.math) || c.warp.m * c.warp.n <= 64 * 128; }
 
-// Cluster mode (SplitKMode::cluster, kernel/cluster_split_k.cuh): the sm80 mma.sync instances with tiles
-// of at most 32 rows (families Sm80MmaF16SmallM/M32, the decode and one-tile long-K instances), whose
-// whole fp32 tile fits the kernel's shared memory for the exchange through distributed shared memory.
-// Needs an sm90 device (thread-block clusters) and the kernel's sm_90 image; the launcher checks both.
-constexpr bool supports_cluster_split_k(const GemmConfig& c) {
-  return uses_tensor_cores(c.math) && !is_wgmma(c.math) && supports_split_k(c) && c.tile.m <= 32;
+// Cluster mode (SplitKMode::cluster): the split_k slices of a tile run in thread-block clusters of
+// split_cluster CTAs that add their accumulators through distributed shared memory. Two kernels take it:
+//   sm80 mma.sync tiles of at most 32 rows (families Sm80MmaF16SmallM/M32, the decode and one-tile long-K
+//     instances; kernel/cluster_split_k.cuh): clusters of 2..16 CTAs, several clusters per tile allowed
+//     (the last cluster to arrive adds the clusters' sums); needs an sm90 device and the kernel's sm_90
+//     image, which the launcher checks;
+//   sm90 wgmma, cooperative, warpgroup tiles up to 64x128 (warp_specialized_gemm's ClusterK path,
+//     kernel/sm90/cluster_k.cuh, as conv's @ck): one cluster per tile (split_k == split_cluster), as many
+//     CTAs as rank 0's ring holds the other ranks' fp32 tiles, up to 8 (128x128 warpgroup tiles: rank 0's
+//     sum spilled 8 bytes in conv's form).
+// The largest split_cluster an instance takes (1: no cluster mode).
+constexpr int cluster_split_k_limit(const GemmConfig& c) {
+  // (sm90: enabled with warp_specialized_gemm's ClusterK launch in kernel/sm90/kernel.cuh.)
+  if (is_wgmma(c.math)) return 1;
+  return uses_tensor_cores(c.math) && supports_split_k(c) && c.tile.m <= 32 ? 16 : 1;
 }
-// Largest split_cluster (CTAs per cluster): 8 is the portable cluster size, 16 needs the non-portable
-// attribute, which the launcher sets (and refuses the launch where no such cluster can be resident).
+constexpr bool supports_cluster_split_k(const GemmConfig& c) { return cluster_split_k_limit(c) > 1; }
+// Can several clusters share a tile (split_k > split_cluster)? The sm80 form only.
+constexpr bool cluster_split_k_across_clusters(const GemmConfig& c) { return !is_wgmma(c.math); }
+// Largest split_cluster accepted at all: 8 is the portable cluster size, 16 needs the non-portable
+// attribute, which the sm80 launcher sets (and refuses the launch where no such cluster can be resident).
 inline constexpr int max_split_cluster = 16;
 
 // Instances whose kernel takes stream_k: sm90 wgmma instances with consumer warpgroup tiles up to 64x128

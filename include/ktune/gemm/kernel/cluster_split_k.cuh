@@ -11,7 +11,9 @@
 // Parallel split-K writes and re-reads split_k fp32 tiles and pays a second launch (64x64x65536 on the
 // H200: 1 MB of partials and the reduction kernel after the GEMM; notes/split-k.md).
 #pragma once
-#include <cuda/ptx>
+#if defined(__CUDACC__)
+#include <cuda/ptx>  // (device code only: the host parts below are plain C++)
+#endif
 
 #include "ktune/gemm/config.hpp"
 
@@ -22,6 +24,15 @@ namespace ktune::kernel {
 constexpr int cluster_tile_ld(const GemmConfig& c) { return c.tile.n + 4; }
 // Shared memory the staged fp32 tile takes (the kernel's pipeline memory, free after the mainloop).
 constexpr int cluster_tile_bytes(const GemmConfig& c) { return c.tile.m * cluster_tile_ld(c) * 4; }
+
+// The part of a tile of `quads` 4-column groups that cluster rank `rank` of `ranks` adds: groups
+// [first, end), contiguous, as even as possible, together covering the tile once (host tests walk it).
+struct QuadRange {
+  int first, end;
+};
+constexpr QuadRange cluster_split_part(int quads, unsigned rank, unsigned ranks) {
+  return {static_cast<int>(static_cast<unsigned>(quads) * rank / ranks), static_cast<int>(static_cast<unsigned>(quads) * (rank + 1) / ranks)};
+}
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 __device__ __forceinline__ unsigned cluster_split_rank() { return cuda::ptx::get_sreg_cluster_ctarank(); }

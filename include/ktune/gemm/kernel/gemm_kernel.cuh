@@ -7,8 +7,11 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -329,7 +332,8 @@ __device__ __forceinline__ void cluster_split_k_finish(const GemmParams<typename
   cluster_split_sync();  // every rank's tile is staged
   const unsigned ranks = static_cast<unsigned>(p.split_cluster), rank = cluster_split_rank();
   const int clusters = p.split_k / p.split_cluster;
-  const int q_first = static_cast<int>(quads * rank / ranks), q_end = static_cast<int>(quads * (rank + 1) / ranks);
+  const QuadRange part = cluster_split_part(quads, rank, ranks);
+  const int q_first = part.first, q_end = part.end;
   // The 4-column group of quad q: its row and column in D, its width (0 outside D) and its place in the tile.
   auto locate = [&](int q, int& row, int& col, int& n) {
     row = m0 + q / quads_per_row;
@@ -549,6 +553,17 @@ Status launch_cluster_split_k(const GemmConfig& c, const GemmDesc& d, const Gemm
   attr.val.clusterDim.z = 1;
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
+  // A/B switch for measurements: KTUNE_SPLITK_CLUSTER_POLICY=spread|balance asks for that cluster
+  // scheduling policy (default: the driver's).
+  static const char* policy = std::getenv("KTUNE_SPLITK_CLUSTER_POLICY");
+  cudaLaunchAttribute attrs[2] = {attr, {}};
+  if (policy != nullptr) {
+    attrs[1].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
+    attrs[1].val.clusterSchedulingPolicyPreference =
+        std::string_view(policy) == "spread" ? cudaClusterSchedulingPolicySpread : cudaClusterSchedulingPolicyLoadBalancing;
+    cfg.attrs = attrs;
+    cfg.numAttrs = 2;
+  }
   if (!known) {
     int resident = 0;
     if (cudaOccupancyMaxActiveClusters(&resident, Kernel, &cfg) != cudaSuccess || resident < 1) {
@@ -556,6 +571,11 @@ Status launch_cluster_split_k(const GemmConfig& c, const GemmDesc& d, const Gemm
       return error(StatusCode::unsupported, "cluster split-K: no cluster of " + std::to_string(opt.split_cluster) +
                                                 " CTAs of this instance fits the device");
     }
+    // KTUNE_SPLITK_VERBOSE=1: how many such clusters the device holds at once (diagnosis of waves).
+    static const bool verbose = std::getenv("KTUNE_SPLITK_VERBOSE") != nullptr;
+    if (verbose)
+      std::fprintf(stderr, "[ktune] cluster split-K: clusters of %d CTAs (%d threads, %d B smem): %d resident = %d CTAs; grid %lld x %d\n",
+                   opt.split_cluster, c.threads(), smem, resident, resident * opt.split_cluster, static_cast<long long>(tiles), opt.split_k);
     fits[opt.split_cluster].fetch_or(bit, std::memory_order_acq_rel);
   }
   GemmParams<EpiParams> q = p;

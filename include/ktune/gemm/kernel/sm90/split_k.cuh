@@ -289,8 +289,15 @@ __device__ __forceinline__ bool stream_k_fixup(typename ML::Accumulators& acc, c
 inline Status check_sm90_split_k(const GemmConfig& c, const GemmDesc& d, const GemmOperands& ops, const GemmLaunchOptions& opt) {
   KTUNE_RETURN_IF_ERROR(check_launch_option_ranges(opt));
   if (opt.split_k == 1) return {};
-  if (opt.split_mode == SplitKMode::cluster)
-    return error(StatusCode::unsupported, "cluster split-K runs on sm80 instances with tiles of at most 32 rows (not sm90 wgmma)");
+  if (opt.split_mode == SplitKMode::cluster) {  // one cluster per tile through warp_specialized_gemm's ClusterK path
+    if (opt.split_cluster > cluster_split_k_limit(c) || opt.split_k != opt.split_cluster)
+      return error(StatusCode::unsupported, "sm90 cluster split-K: one cluster of at most " + std::to_string(cluster_split_k_limit(c)) +
+                                                " CTAs per tile (1: none) with split_k == split_cluster, got split_k=" +
+                                                std::to_string(opt.split_k) + ", split_cluster=" + std::to_string(opt.split_cluster));
+    if (opt.stream_k || opt.cluster == 2)
+      return error(StatusCode::unsupported, "sm90 cluster split-K excludes stream_k and cluster = 2");
+    return {};  // no workspace: the partials stay in the cluster
+  }
   if (opt.stream_k) return error(StatusCode::invalid_argument, "stream_k and split_k > 1 exclude each other");
   if (opt.cluster == 2) return error(StatusCode::unsupported, "sm90 split-K runs in clusters of 1 (split_k > 1 with cluster = 2)");
   if (opt.split_mode == SplitKMode::serial && !supports_serial_split_k(c))
