@@ -473,6 +473,7 @@ struct Sm90WideStore {
   bool bias_deep = true;     // a third bias buffer after the store buffers: the bias copied two tiles ahead
   bool bias_bulk = false;    // with bias_deep: the bias copied by the TMA (bias_bulk_copy), not cp.async
   int raster = 0;            // > 0: the tiles' raster group for this launch (1: row-major tile order), not the option's
+  bool bias_packed = false;  // bias (+ ReLU) added to the packed 16-bit pairs (fma.rn.relu.bf16x2), not in fp32
 };
 inline constexpr int sm90_wide_block_bytes = 2048, sm90_wide_max_buffers = 8;
 template <class ML>
@@ -505,7 +506,9 @@ constexpr int sm90_wide_buffers(int free_bytes, int warps, int op_bytes) {
 // fragment epilogue's ReLU as its own pass over the accumulators), KTUNE_SM90_WIDE_BIAS_AHEAD=1 (the bias
 // copied one tile ahead, as without the wide store, instead of two), KTUNE_SM90_WIDE_BIAS_BULK=1 (the bias
 // two tiles ahead through the TMA instead of cp.async: bias_bulk_copy), KTUNE_SM90_WIDE_RASTER=g (the tiles'
-// raster group, e.g. 1: row-major tile order, so the CTAs' concurrent tiles cover whole rows of D).
+// raster group, e.g. 1: row-major tile order, so the CTAs' concurrent tiles cover whole rows of D),
+// KTUNE_SM90_WIDE_BIAS_PACKED=1 (bias + ReLU on the packed 16-bit pairs: one HFMA2.RELU per pair instead of
+// 2 FFMA + conversions; the sum is rounded twice, so D differs from cuBLASLt's in the last bit at times).
 inline Sm90WideStore sm90_wide_store_choice(int stages, int k_tiles, int stage_bytes, int staging_bytes, int warps, int warp_n) {
   auto env = [](const char* name, int fallback) {
     const char* v = std::getenv(name);
@@ -518,9 +521,11 @@ inline Sm90WideStore sm90_wide_store_choice(int stages, int k_tiles, int stage_b
   static const bool bias_deep = env("KTUNE_SM90_WIDE_BIAS_AHEAD", 2) >= 2;
   static const bool bias_bulk = env("KTUNE_SM90_WIDE_BIAS_BULK", 0) != 0;
   static const int raster = env("KTUNE_SM90_WIDE_RASTER", 0);
+  static const bool bias_packed = env("KTUNE_SM90_WIDE_BIAS_PACKED", 0) != 0;
   Sm90WideStore w;
   w.relu_in_pack = relu_in_pack;
   w.raster = raster > 0 && raster <= max_raster_group ? raster : 0;
+  w.bias_packed = bias_packed;
   w.ring = ring_wanted < stages - 1 ? ring_wanted : stages - 1;
   // The mainloop keeps one k-tile's wgmmas in flight and releases its slot only after the next k-tile's
   // wait: with 2 k-tiles per tile a ring of 1 stage would deadlock (s6-batchB: RING=1, K = 120 hung).
@@ -656,7 +661,8 @@ __device__ __forceinline__ void stmatrix_x4(std::uint32_t addr, std::uint32_t r0
 // relu: apply max(0, ·) while packing (the fragment epilogue left it out: apply_fragments relu_later).
 template <class ML, class TOut>
 __device__ __forceinline__ void store_tile_wide(const CUtensorMap* map, typename ML::Accumulators& acc, char* bufs, int nbuf,
-                                                int blocks, int row0, int col0, int m, int n, int& slot, bool relu) {
+                                                int blocks, int row0, int col0, int m, int n, int& slot, bool relu,
+                                                const char* bias = nullptr) {
   static_assert(sizeof(TOut) == 2 && sm90_wide_store_fits<ML>, "16-bit D, 64-column blocks");
   constexpr int band_blocks = ML::WN / 64;
   const int lane = threadIdx.x & 31, i = lane & 7, mat = lane >> 3;
@@ -687,7 +693,25 @@ __device__ __forceinline__ void store_tile_wide(const CUtensorMap* map, typename
         // pairs are their fragments, lane l gives the address of row l % 8 of matrix l / 8 (swizzled unit).
         // (Two m64 blocks per warp, 256x128: ptxas spilled 72 bytes for stmatrix's 4-register groups.)
         const std::uint32_t out = buf_s + in_op * sm90_wide_block_bytes + lane_off;
-        if (relu) {
+        if (bias != nullptr) {  // relu?(round(acc) + bias) on packed pairs (Sm90WideStore::bias_packed)
+          using Pair = decltype(epilogue::pack2<TOut>(0.0f, 0.0f));
+          const Pair one = epilogue::pack2<TOut>(1.0f, 1.0f);
+          const Pair* bp = reinterpret_cast<const Pair*>(bias) + (lane & 3);  // pair t of every 8-column unit
+          auto add = [&](float x, float y, Pair b) {
+            const Pair v = epilogue::pack2<TOut>(x, y);
+            const Pair r = relu ? __hfma2_relu(v, one, b) : __hadd2(v, b);
+            std::uint32_t u;
+            __builtin_memcpy(&u, &r, sizeof(u));
+            return u;
+          };
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            const int ja = 8 * blk + 2 * q, a = 4 * ja, b = a + 4;
+            const Pair ba = bp[4 * ja], bb = bp[4 * ja + 4];
+            stmatrix_x4(out + (unit_x ^ (q << 5)), add(acc[mi][a], acc[mi][a + 1], ba), add(acc[mi][a + 2], acc[mi][a + 3], ba),
+                        add(acc[mi][b], acc[mi][b + 1], bb), add(acc[mi][b + 2], acc[mi][b + 3], bb));
+          }
+        } else if (relu) {
 #pragma unroll
           for (int q = 0; q < 4; ++q) {
             const int a = 4 * (8 * blk + 2 * q), b = a + 4;  // accumulators of units 2q and 2q + 1

@@ -276,6 +276,15 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     bool bias_deep = false;
     if constexpr (async_capable && sm90_wide_store_fits<ML> && !PingPong)
       bias_deep = bias_ahead && wide.ring > 0 && wide.bias_deep;
+    // Bias (+ ReLU) added to the packed 16-bit pairs in the wide store (Sm90WideStore::bias_packed; 64x256
+    // warpgroup tiles, alpha 1, no clamp). A lambda of kernel parameters and live flags: no register.
+    auto bias_packed = [&] {
+      if constexpr (ML::MI == 1 && async_capable && sm90_wide_store_fits<ML> && !PingPong)
+        return async_store && fragments && wide.ring > 0 && wide.bias_packed && p.ep.bias != nullptr && p.ep.alpha == 1.0f &&
+               !p.ep.clamp;
+      else
+        return false;
+    };
     int slot = 0;
     // This consumer's two bias buffers (bias_prefetch/bias_wait: its 128 threads share the copies and
     // meet at named barrier 3 + cw; 1 and 2 order ping-pong consumers), and the tiles it computes.
@@ -396,7 +405,10 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       }
 
       if constexpr (std::is_same_v<Epi, epilogue::Builtin>) {
-        if (fragments) apply_fragments<ML>(p, acc, bias_buffer(buffer), cw, relu_in_pack, bias_deep);
+        if (fragments) {
+          if (bias_packed()) bias_wait(cw, bias_deep);  // bias and ReLU go into the wide store's packing
+          else apply_fragments<ML>(p, acc, bias_buffer(buffer), cw, relu_in_pack, bias_deep);
+        }
         // The next tile's bias into the other buffer: every warp of this warpgroup has passed this
         // tile's barrier, so all are done with that buffer (the tile before).
         if (next_col0 >= 0) prefetch_bias(next_col0, buffer ^ 1);
@@ -416,9 +428,13 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
                            ((threadIdx.x - 128) >> 5) * sm90_wide_warp_bytes(free_bytes, 4 * consumer_wgs, op_bytes);
               const int nbuf = sm90_wide_buffers(free_bytes, 4 * consumer_wgs, op_bytes);
               if (p.d_type == DType::f16)
-                store_tile_wide<ML, __half>(tma_d, acc, bufs, nbuf, wide.blocks, row0, col0, p.m, p.n, slot, relu_in_pack);
+                store_tile_wide<ML, __half>(tma_d, acc, bufs, nbuf, wide.blocks, row0, col0, p.m, p.n, slot,
+                                              bias_packed() ? p.ep.activation == Activation::relu : relu_in_pack,
+                                              bias_packed() ? bias_buffer(buffer) : nullptr);
               else
-                store_tile_wide<ML, __nv_bfloat16>(tma_d, acc, bufs, nbuf, wide.blocks, row0, col0, p.m, p.n, slot, relu_in_pack);
+                store_tile_wide<ML, __nv_bfloat16>(tma_d, acc, bufs, nbuf, wide.blocks, row0, col0, p.m, p.n, slot,
+                                              bias_packed() ? p.ep.activation == Activation::relu : relu_in_pack,
+                                              bias_packed() ? bias_buffer(buffer) : nullptr);
               continue;
             }
           }
