@@ -94,7 +94,7 @@ const std::vector<RouteShape>& route_shapes() {
 
 constexpr DType kOut[] = {DType::f32, DType::f16, DType::bf16};
 
-struct Failures {
+struct RouteFailures {
   int count = 0;
   void report(const std::string& msg) {
     ++count;
@@ -108,7 +108,7 @@ TEST_CASE("repack copy: every misalignment and line length, zero padding, bytes 
   DeviceInfo dev;
   backend::device_info(dev);
   const std::int64_t lengths[] = {1, 2, 7, 8, 9, 15, 16, 17, 63, 64, 65, 200, 511, 512, 513, 700, 1001};
-  Failures fails;
+  RouteFailures fails;
   int runs = 0;
   for (std::int64_t len : lengths)
     for (int offset = 0; offset < 8; ++offset)
@@ -196,7 +196,7 @@ TEST_CASE("every repack route matches the float64 reference on unaligned shapes,
     MESSAGE("no repack route runs on " << dev.name);
     return;
   }
-  Failures fails;
+  RouteFailures fails;
   std::map<std::string_view, int> ran;
   int runs = 0;
   std::uint64_t seed = 60000;
@@ -262,7 +262,7 @@ TEST_CASE("repack routes compute the epilogues: bias+relu, beta with C aliasing 
       {"everything, C and residual aliasing D", spec(0.75f, 0.5f, true, true, Activation::silu), true, true},
   };
   const std::vector<RouteShape> shapes = {{"37x45x29", 37, 45, 29}, {"130x70x33 odd ldd", 130, 70, 33, 0, 0, 3}};
-  Failures fails;
+  RouteFailures fails;
   int runs = 0;
   std::uint64_t seed = 61000;
   const auto routes_on_device = [&](DType ab, Layout la, Layout lb) { return routes_for(ab, la, lb, dev); };
@@ -435,7 +435,7 @@ TEST_CASE("repack routes on large unaligned shapes agree with cuBLAS") {
   };
   const Big bigs[] = {{4095, 4097, 4093, "tn"}, {4095, 4097, 4093, "nn"}, {4095, 4097, 4093, "nt"},
                       {4095, 4097, 4093, "tt"}, {3000, 5000, 700, "tn"},  {1023, 1025, 1029, "nt"}};
-  Failures fails;
+  RouteFailures fails;
   int runs = 0;
   std::uint64_t seed = 62000;
   for (const Big& bg : bigs)
