@@ -1,6 +1,6 @@
 // tools/common/gpu_harness.cu — the device code of gpu_harness.cuh: random fill, the error norm and the
 // float64-accumulating reference GEMM, with their typed launchers.
-#include "gpu_harness.cuh"
+#include "gpu_harness_kernels.hpp"
 
 namespace ktune::tools {
 namespace detail {
