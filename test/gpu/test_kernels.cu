@@ -1,7 +1,10 @@
 // test/gpu/test_kernels.cu — the device code of the GPU tests (random fill, float64 reference GEMM,
 // declared in test_util.cuh; the repack copy and a spinning kernel, declared where they are used). Every
 // other GPU-test file is host code compiled by g++ (see CMakeLists.txt).
-#include "gpu/test_util.cuh"
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "gpu/test_kernels.hpp"
 #include "ktune/gemm/route/repack.cuh"
 
 namespace kt {

@@ -16,18 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "gpu/test_kernels.hpp"
 #include "ktune/gemm.hpp"
 
 namespace kt {
 using namespace ktune;
 
-#define KT_CUDA(expr)                                                                              \
-  do {                                                                                             \
-    const cudaError_t kt_err_ = (expr);                                                            \
-    REQUIRE_MESSAGE(kt_err_ == cudaSuccess, #expr << ": " << std::string(cudaGetErrorName(kt_err_)) \
-                                                  << " (" << std::string(cudaGetErrorString(kt_err_)) \
-                                                  << ")");                                         \
-  } while (0)
 
 // Poison: every byte 0xFF, which is a NaN in f32, f16 and bf16.
 inline constexpr unsigned char kPoison = 0xFF;
@@ -87,19 +81,6 @@ inline double round_to(DType t, double v) {
 
 // ---- Random numbers (deterministic, identical on every machine) ---------------------------------
 
-__host__ __device__ inline std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// Uniform in [-1, -1e-3] ∪ [1e-3, 1] (non-zero: no element can hide a missing term).
-__host__ __device__ inline double nonzero_uniform(std::uint64_t bits) {
-  const double u = static_cast<double>(bits >> 12) * 0x1.0p-52;  // [0, 1)
-  const double mag = 1e-3 + u * (1.0 - 1e-3);
-  return (bits & 1) ? -mag : mag;
-}
 
 struct Rng {
   std::uint64_t state;
@@ -459,11 +440,7 @@ inline std::string describe(const GemmDesc& d0) {
 // Defined in test_kernels.cu, the one GPU-test TU that nvcc compiles for the device: the test files
 // themselves are host code (g++), which keeps the test build fast.
 
-// Fill the data of a (packed or padded) matrix with nonzero_uniform(hash(seed, element)).
-void fill_random(DType t, void* p, std::int64_t lines, std::int64_t contiguous, std::int64_t ld, std::uint64_t seed);
-
-// float64 reference of A·B (out: M×N row-major) for a problem already in device memory.
-void reference_gemm_gpu(const GemmDesc& d, const void* A, const void* B, double* out);
+// fill_random, reference_gemm_gpu: gpu/test_kernels.hpp (defined in test_kernels.cu).
 
 // ---- Running one problem through the one-call API -------------------------------------------------
 
