@@ -32,7 +32,7 @@ template <class... F>
 struct FamilyList {};
 
 // The default families, in registration order, with their parameter-space size and survivor count.
-using DefaultFamilies = FamilyList<fam::Sm80MmaF16, fam::Sm80MmaF16Small, fam::Sm80MmaF16SmallM, fam::Sm80MmaF16SmallM32, fam::Sm80MmaF16Unaligned, fam::Sm80MmaTf32,
+using DefaultFamilies = FamilyList<fam::Sm80MmaF16, fam::Sm80MmaF16Deep, fam::Sm80MmaF16Small, fam::Sm80MmaF16SmallM, fam::Sm80MmaF16SmallM32, fam::Sm80MmaF16Unaligned, fam::Sm80MmaTf32,
                                    fam::Sm80MmaTf32Unaligned, fam::Sm80SimtF32, fam::Sm90WgmmaF16, fam::Sm90WgmmaF16Small,
                                    fam::Sm90WgmmaF16PingPong, fam::Sm90WgmmaTf32,
                                    fam::Sm90WgmmaTf32PingPong>;
@@ -42,6 +42,7 @@ struct Expected {
 };
 constexpr Expected kExpected[] = {
     {"sm80_mma_f16", 32, 24},           // 2 maths × 4 layouts × 2 tiles × 2 warps: 128x256 with 32x64 warps pruned
+    {"sm80_mma_f16_deep", 4, 4},        // 2 maths × 'tn' × 2 tiles (BK = 64, 3 stages)
     {"sm80_mma_f16_small", 16, 16},     // 2 × 4 × 2 tiles
     {"sm80_mma_f16_small_m", 12, 12},   // 2 maths × 2 B layouts × 3 tiles (A row-major only)
     {"sm80_mma_f16_small_m32", 4, 4},   // 2 maths × 2 B layouts × 1 tile

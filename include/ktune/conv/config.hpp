@@ -221,9 +221,10 @@ constexpr GemmResources conv_resources(const ConvConfig& c) {
   }
   GemmResources r = estimate_resources(c.gemm);
   if (is_sm90_iterator(c.iterator)) return r;  // the GEMM kernel's resources (TMA: no gather state)
-  const int threads = c.gemm.threads();
-  const int a_copies = threads > 0 ? c.gemm.tile.m * c.gemm.tile.k / c.gemm.align / threads : 0;
-  r.registers += -2 * a_copies + 5 * conv_gather_rows(c) + 8;
+  // The GEMM's copy term replaced: A by the gather state, B by TileCopy's per-vector addresses (the conv
+  // kernel copies B with TileCopy, never with the GEMM's k-tile iterators).
+  r.registers += -mma_sm80_copy_registers(c.gemm) + mma_sm80_vector_copy_registers(c.gemm, c.gemm.tile.n) +
+                 5 * conv_gather_rows(c) + 8;
   return r;
 }
 

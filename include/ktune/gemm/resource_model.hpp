@@ -103,6 +103,52 @@ constexpr bool mma_sm80_fixed_trans_offsets(const GemmConfig& c, int tile_mn, in
   return (16 * row_bytes) % (1024 * lines) == 0 && (warp_mn / 16) * 32 <= span_align;
 }
 
+// Does the mma.sync mainloop copy its operands with k-tile iterators (smem.cuh OperandTileIterator::applies
+// for both A and B: the block's threads cover whole rows of each operand's shared-memory tile, cp.async
+// vectors of at least 4 bytes, at most 32 vectors per thread, a swizzle that repeats every row step)?
+// MmaMainloop::iterated_copies asserts that it agrees. Checked per operand: its tile's MN extent and
+// whether K is its contiguous dimension.
+constexpr bool mma_sm80_operand_iterable(const GemmConfig& c, int tile_mn, bool k_contiguous) {
+  const int es = size_of(c.operand()), threads = c.threads();
+  const int rows = k_contiguous ? tile_mn : c.tile.k, cols = k_contiguous ? c.tile.k : tile_mn;
+  if (c.align <= 0 || threads <= 0 || cols % c.align != 0) return false;
+  const int vectors_per_row = cols / c.align;
+  if (vectors_per_row <= 0 || threads % vectors_per_row != 0) return false;
+  const int row_step = threads / vectors_per_row, iterations = rows * cols / c.align / threads;
+  const int row_bytes = cols * es, lines = row_bytes >= 128 ? row_bytes / 128 : 1;
+  return c.align * es >= 4 && iterations <= 32 && (row_step * row_bytes) % (1024 * lines) == 0;
+}
+constexpr bool mma_sm80_iterated_copies(const GemmConfig& c) {
+  return uses_tensor_cores(c.math) && !is_wgmma(c.math) && mma_sm80_operand_iterable(c, c.tile.m, c.a_k_contiguous()) &&
+         mma_sm80_operand_iterable(c, c.tile.n, c.b_k_contiguous());
+}
+
+// Registers of one operand's global→shared copies computed per vector (TileCopy): each vector a
+// thread issues per stage keeps a 64-bit address live.
+constexpr int mma_sm80_vector_copy_registers(const GemmConfig& c, int tile_mn) {
+  return c.threads() > 0 && c.align > 0 ? 2 * (tile_mn * c.tile.k / c.align / c.threads()) : 0;
+}
+// A k-tile iterator's state, whatever the number of vectors: source pointer (2), stride (2), shared
+// offset, K bound, MN mask. (The per-vector charge put 128x256x64 / 256x128x64 with 64x64 warps at 256
+// registers; ptxas: 244 / 242 on sm_90a, 0 spills.)
+inline constexpr int mma_sm80_iterator_registers = 7;
+// Registers the mainloop's global→shared copies of both operands keep live.
+constexpr int mma_sm80_copy_registers(const GemmConfig& c) {
+  if (mma_sm80_iterated_copies(c)) return 2 * mma_sm80_iterator_registers;
+  return mma_sm80_vector_copy_registers(c, c.tile.m) + mma_sm80_vector_copy_registers(c, c.tile.n);
+}
+
+// A K-contiguous operand read by ldmatrix at constant offsets (MmaMainloop::fast_kc: rows of at most 128
+// bytes, the swizzle repeating every 16 rows) keeps one offset register per k-step of a tile (the XOR
+// value); the fixed term of the estimate covers two (BK = 32 for 16-bit operands), deeper tiles add the
+// rest (sm_90a, 128x256x64: 'tn' 244 registers, 'nt' 231).
+constexpr int mma_sm80_kstep_offset_registers(const GemmConfig& c, bool k_contiguous) {
+  if (!k_contiguous || !uses_tensor_cores(c.math) || is_wgmma(c.math)) return 0;
+  const int es = size_of(c.operand()), row_bytes = c.tile.k * es, steps = c.tile.k / instr_shape(c.math).k;
+  const bool fast = row_bytes <= 128 && steps * 32 <= row_bytes && (16 * row_bytes) % 1024 == 0;
+  return fast && steps > 2 ? steps - 2 : 0;
+}
+
 constexpr GemmResources estimate_resources(const GemmConfig& c) {
   GemmResources r;
   r.threads = c.threads();
@@ -116,8 +162,9 @@ constexpr GemmResources estimate_resources(const GemmConfig& c) {
   }
   const int staging = c.warps() * smem_layout::epilogue_band_rows * (c.warp.n + smem_layout::epilogue_pad) * 4;
   r.smem_bytes = c.stages * stage_bytes(c) > staging ? c.stages * stage_bytes(c) : staging;
-  // Registers: accumulators + two sets of operand fragments (double-buffered across k-steps) + two
-  // per copy vector + addressing / predicates / epilogue scratch (~40, measured on sm80/sm90 builds).
+  // Registers: accumulators + two sets of operand fragments (double-buffered across k-steps) + the
+  // copies' addresses (mma_sm80_copy_registers) + addressing / predicates / epilogue scratch (~40,
+  // measured on sm80/sm90 builds).
   const int acc = c.warp.m * c.warp.n / 32;
   int frags = 0;
   if (c.math == MathOp::simt_f32) {
@@ -131,8 +178,6 @@ constexpr GemmResources estimate_resources(const GemmConfig& c) {
     const int words_b = is.n * is.k * size_of(c.operand()) / 4 / 32;
     frags = 2 * ((c.warp.m / is.m) * words_a + (c.warp.n / is.n) * words_b);
   }
-  // Each global→shared vector a thread issues per stage keeps a 64-bit address live (2 registers).
-  const int copies = r.threads > 0 ? (c.tile.m + c.tile.n) * c.tile.k / (c.align > 0 ? c.align : 1) / r.threads : 0;
   // An MN-contiguous operand read with ldmatrix.trans at offsets computed per fragment and k-step: ~6
   // more live registers each (sm90a, before the XOR-then-add offsets: 128x256 'nt' spilled 12 B under
   // a 244 estimate). With fixed offsets (mma_sm80_fixed_trans_offsets) they cost nothing extra: 'nt'
@@ -142,7 +187,8 @@ constexpr GemmResources estimate_resources(const GemmConfig& c) {
                         ? 6 * ((!c.a_k_contiguous() && !mma_sm80_fixed_trans_offsets(c, c.tile.m, c.warp.m)) +
                                (!c.b_k_contiguous() && !mma_sm80_fixed_trans_offsets(c, c.tile.n, c.warp.n)))
                         : 0;
-  r.registers = acc + frags + 2 * copies + trans + 40;
+  const int ksteps = mma_sm80_kstep_offset_registers(c, c.a_k_contiguous()) + mma_sm80_kstep_offset_registers(c, c.b_k_contiguous());
+  r.registers = acc + frags + mma_sm80_copy_registers(c) + ksteps + trans + 40;
   return r;
 }
 

@@ -9,6 +9,7 @@
 namespace ktune::detail {
 [[maybe_unused]] inline const bool default_gemm_families_registered = [] {
   register_family<families::Sm80MmaF16>();
+  register_family<families::Sm80MmaF16Deep>();
   register_family<families::Sm80MmaF16Small>();
   register_family<families::Sm80MmaF16SmallM>();
   register_family<families::Sm80MmaF16SmallM32>();

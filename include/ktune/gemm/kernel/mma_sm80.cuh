@@ -69,6 +69,8 @@ struct MmaMainloop {
   // Both operands copied by whole-row passes of cp.async vectors: k-tile iterators (smem.cuh).
   static constexpr bool iterated_copies =
       OperandTileIterator<CopyA, a_kc, T>::applies && OperandTileIterator<CopyB, b_kc, T>::applies;
+  // The register model (resource_model.hpp) charges the copies by the same test.
+  static_assert(iterated_copies == mma_sm80_iterated_copies(C), "model and mainloop disagree on the k-tile iterators");
 
   // ---- ldmatrix addressing ------------------------------------------------------------------------
   // A lane's shared-memory offset for fragment (idx, kk) is computed once for (0, 0); the others are a
