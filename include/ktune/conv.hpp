@@ -95,6 +95,8 @@ inline Status conv2d(const Conv2dDesc& desc, const Conv2dOperands& ops, cudaStre
   auto launch = [&](const ConvKernelEntry& e, const ConvLaunchOptions& lo) -> Status {
     if (lo.split_k > 1 && !conv_supports_split_k(e.config))
       return error(StatusCode::unsupported, "conv instance " + std::string(e.name) + " does not split K (split_k > 1)");
+    if (lo.multicast > 1 && !is_sm90_iterator(e.config.iterator))
+      return error(StatusCode::unsupported, "conv instance " + std::string(e.name) + " does not multicast (multicast = 2: the Hopper routes)");
     if (lo.cluster_k > conv_cluster_k_limit(e.config))
       return error(StatusCode::unsupported, "conv instance " + std::string(e.name) + " takes cluster_k up to " +
                                                 std::to_string(conv_cluster_k_limit(e.config)) + ", got " + std::to_string(lo.cluster_k));

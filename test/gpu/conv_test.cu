@@ -449,6 +449,9 @@ TEST_CASE("conv2d: split-K sanitizer target") {
       launches.push_back(lo);
     }
     lo = ConvLaunchOptions{};
+    lo.multicast = 2;  // multicast pairs: the peer's TMA writes into this CTA's ring
+    launches.push_back(lo);
+    lo = ConvLaunchOptions{};
     lo.split_k = 3;
     lo.split_mode = SplitKMode::parallel;
     launches.push_back(lo);
@@ -464,4 +467,86 @@ TEST_CASE("conv2d: split-K sanitizer target") {
     }
   }
   if (runs == 0) MESSAGE("no split-capable conv instance runs on this device: skipped");
+}
+
+// Multicast pairs (ConvLaunchOptions::multicast = 2) on both Hopper routes: clusters of 2 CTAs on adjacent
+// tiles, each loading half of the box they share (tma_im2col: half the filters or half the pixels of the
+// im2col box; gemm1x1: the GEMM's pairs). Problems with an odd number of tiles along the paired
+// dimension (the partner of the last tile computes nothing), a single tile there, more pairs than fit
+// (the persistent walk), channel blocks partly past C, and every epilogue kind in turn, vs float64.
+TEST_CASE("conv2d: multicast pairs on the Hopper routes vs float64") {
+  std::vector<const ConvKernelEntry*> hopper;
+  for (const auto& e : conv_table().entries())
+    if (is_sm90_iterator(e.config.iterator) && runs_here(e)) hopper.push_back(&e);
+  if (hopper.empty()) {
+    MESSAGE("no Hopper conv instance runs on this device (cc 9.0 needed): skipped");
+    return;
+  }
+  const std::vector<Named> mc_problems = {
+      {"3x3 pad 1, C=72 (partial channel block), K=136 (odd tile columns)", P(2, 9, 11, 72, 136, 3, 3, 1, 1)},
+      {"1x1, C=64, K=64: one tile column", P(3, 10, 10, 64, 64, 1, 1, 0, 0)},
+      {"1x1, 12800 pixels, K=320: more pairs than fit", P(8, 40, 40, 64, 320, 1, 1, 0, 0)},
+      {"7x7 map 3x3, C=512 (72 k-tiles), K=200", P(1, 7, 7, 512, 200, 3, 3, 1, 1)},
+      {"3x3 stride 2, C=16, K=24, 5 images (odd tile rows)", P(5, 11, 10, 16, 24, 3, 3, 1, 1, 2, 2)},
+  };
+  const std::vector<EpilogueSpec> eps = epilogues();
+  const DType outs[] = {DType::f16, DType::bf16, DType::f32};
+  std::uint64_t seed = 7300;
+  int runs = 0;
+  for (DType t : {DType::f16, DType::bf16})
+    for (const Named& p : mc_problems) {
+      Conv2dDesc d = p.d;
+      d.type = t;
+      const ConvCase c(d, seed++);
+      for (const ConvKernelEntry* entry : hopper) {
+        if (entry->config.operand() != t || !accepts(*entry, d, c)) continue;
+        ConvLaunchOptions lo;
+        lo.multicast = 2;
+        const EpilogueSpec& ep = eps[(seed + runs) % eps.size()];
+        const DType out = outs[(seed + 2 * runs) % 3];
+        ++runs;
+        const Check chk = run_and_check(c, ep, out, entry->name.data(), seed * 100 + runs, nullptr, false, lo);
+        Conv2dDesc shown = d;
+        shown.epilogue = ep;
+        shown.out_type = out;
+        INFO(conv_tactic_name(entry->name, lo) << " on " << p.what << ": " << describe(shown) << ": " << chk.summary());
+        CHECK(chk.ok(tolerance(out)));
+        // bias + ReLU in f16/bf16 (the fragment epilogue and the TMA store) on every instance and problem
+        const Check fast = run_and_check(c, bias_activation(Activation::relu), t, entry->name.data(), seed * 100 + runs + 50, nullptr, false, lo);
+        INFO(conv_tactic_name(entry->name, lo) << " bias+relu on " << p.what << ": " << fast.summary());
+        CHECK(fast.ok(tolerance(t)));
+      }
+    }
+  MESSAGE(runs << " multicast runs");
+  CHECK(runs > 0);
+  // Residual aliasing y, and the refusals: with split_k or cluster_k, on mma.sync instances.
+  const ConvCase c(P(2, 9, 11, 72, 136, 3, 3, 1, 1), 7390);
+  EpilogueSpec ea = bias_activation(Activation::relu);
+  ea.residual = true;
+  Tensor y(c.d.type, conv_shape(c.d).y_elems);
+  Conv2dOperands o;
+  o.x = c.x.data();
+  o.w = c.w.data();
+  o.y = y.data();
+  for (const auto& entry : conv_table().entries()) {
+    if (!runs_here(entry) || entry.config.operand() != c.d.type || !accepts(entry, c.d, c)) continue;
+    ConvOptions opt;
+    opt.instance = entry.name.data();
+    opt.launch.multicast = 2;
+    if (is_sm90_iterator(entry.config.iterator)) {
+      const Check chk = run_and_check(c, ea, c.d.type, entry.name.data(), 7391, nullptr, true, opt.launch);
+      INFO(entry.name << "@mc2, residual aliasing y: " << chk.summary());
+      CHECK(chk.ok(tolerance(c.d.type)));
+      opt.launch.split_k = 2;
+      CHECK(conv2d(c.d, o, nullptr, opt).code() == StatusCode::invalid_argument);
+      opt.launch.split_k = 1;
+      opt.launch.cluster_k = 2;
+      CHECK(conv2d(c.d, o, nullptr, opt).code() == StatusCode::invalid_argument);
+    } else {
+      INFO(entry.name << "@mc2");
+      CHECK(conv2d(c.d, o, nullptr, opt).code() == StatusCode::unsupported);
+    }
+  }
+  KTCONV_CUDA(cudaDeviceSynchronize());
+  CHECK(y.download() == y.image);
 }

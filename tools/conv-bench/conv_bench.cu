@@ -19,14 +19,14 @@
 // (conv_presets.hpp, conv_data.hpp, cudnn_conv_ref.hpp), as in bench/bench_conv.cu and ktune-profile --conv.
 //
 //   ktune-conv-bench [--n 32] [--csv out.csv] [--all] [--layer I[,J...]] [--budget SECONDS] [--tactics]
-//                    [--splits S[,S...]]
+//                    [--splits S[,S...]] [--multicast]
 // --all prints every instance's time per layer (default: the best 3 per route); --budget stops before
 // a layer once that many seconds have passed (the summary covers the layers done). --tactics also times
 // every non-default tactic the tuner would time (conv_launch_variants: raster group, split-K) of every
 // instance; --splits also times every split-K instance (the Hopper routes) with each split count given,
 // in parallel mode and, where the instance has it, serial mode, and with every cluster split-K size it
 // takes (cluster_k, "@ck2"). Those rows are named by tactic ("<instance>@split4p") and count for "best"
-// like instances.
+// like instances. --multicast also times every Hopper instance in multicast pairs ("@mc2").
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
   int N = 32;
   std::vector<int> only, splits;
   double budget_s = 1e9;
-  bool all = false, tactics = false;
+  bool all = false, tactics = false, multicast = false;
   const char* csv_path = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--all")) all = true;
@@ -124,10 +124,11 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--layer") && i + 1 < argc) only = parse_list(argv[++i]);
     else if (!std::strcmp(argv[i], "--splits") && i + 1 < argc) splits = parse_list(argv[++i]);
     else if (!std::strcmp(argv[i], "--tactics")) tactics = true;
+    else if (!std::strcmp(argv[i], "--multicast")) multicast = true;
     else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) csv_path = argv[++i];
     else if (!std::strcmp(argv[i], "--budget") && i + 1 < argc) budget_s = std::atof(argv[++i]);
     else {
-      std::printf("usage: %s [--n 32] [--csv out.csv] [--all] [--layer I[,J...]] [--budget SECONDS] [--tactics] [--splits S[,S...]]\n",
+      std::printf("usage: %s [--n 32] [--csv out.csv] [--all] [--layer I[,J...]] [--budget SECONDS] [--tactics] [--splits S[,S...]] [--multicast]\n",
                   argv[0]);
       return 2;
     }
@@ -249,6 +250,11 @@ int main(int argc, char** argv) {
           lo.cluster_k = ck;
           add_launch(lo);
         }
+      if (multicast && ktune::is_sm90_iterator(e.config.iterator)) {
+        ktune::ConvLaunchOptions lo;
+        lo.multicast = 2;
+        add_launch(lo);
+      }
       // The CSV's "tuned" mark: the tuned tactic's row, or its instance's default row when it has none.
       bool tuned_row = false;
       for (const auto& lo : launches) tuned_row |= tac != nullptr && tac->entry == &e && ktune::same_launch(tac->launch, lo);

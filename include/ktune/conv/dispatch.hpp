@@ -32,6 +32,11 @@ struct ConvLaunchOptions {
   // cluster's cluster_k CTAs split one output tile's k-tiles and rank 0 adds the others' accumulators
   // from distributed shared memory: no workspace, no second kernel. 1: off. Not with split_k > 1.
   int cluster_k = 1;
+  // 2: clusters of 2 CTAs on adjacent output tiles that share an operand box (the filters along M when
+  // BN ≥ BM, else the im2col / x box); each CTA loads half of it and multicasts it into both, so the
+  // pair reads a quarter to a third fewer operand bytes from L2 (the Hopper routes; 1: off). Not with
+  // split_k > 1 or cluster_k > 1.
+  int multicast = 1;
 };
 
 // Largest cluster_k: the portable cluster size (8 CTAs); an instance's ring may hold fewer partials
@@ -54,6 +59,10 @@ inline Status check_conv_launch_options(const ConvLaunchOptions& o) {
                                                    "], got " + std::to_string(o.cluster_k));
   if (o.cluster_k > 1 && o.split_k > 1)
     return error(StatusCode::invalid_argument, "conv cluster_k > 1 and split_k > 1 exclude each other");
+  if (o.multicast != 1 && o.multicast != 2)
+    return error(StatusCode::invalid_argument, "conv multicast must be 1 or 2, got " + std::to_string(o.multicast));
+  if (o.multicast == 2 && (o.split_k > 1 || o.cluster_k > 1))
+    return error(StatusCode::invalid_argument, "conv multicast = 2 excludes split_k > 1 and cluster_k > 1");
   return {};
 }
 

@@ -7,6 +7,8 @@
 //   ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w32x32_s4_a8@rg16     raster group 16
 //   conv_gemm1x1+ktune_gemm_sm90_..._a8@split4p                           split-K 4, parallel reduction
 //   ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_128x128x64_..._a8@split2s  split-K 2, serial (in-kernel) sum
+//   ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_128x64x64_..._a8@ck2       cluster split-K 2
+//   ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_128x64x64_..._a8@mc2       multicast pairs
 //
 // Ranking (conv_rank_less): the order the heuristic conv choice uses, so rank 1 is exactly what the
 // Heuristic policy (and select_conv) runs: gather rank, then the measured tile policy of the mma.sync
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "ktune/conv/dispatch.hpp"
+#include "ktune/gemm/sm90_launch_policy.hpp"
 #include "ktune/gemm/split_k.hpp"
 #include "ktune/gemm/tactics.hpp"
 
@@ -38,23 +41,22 @@ struct ConvTactic {
 // Do two option sets launch the same way? (The split mode only matters when K is split.)
 inline bool same_launch(const ConvLaunchOptions& a, const ConvLaunchOptions& b) {
   return a.raster_group == b.raster_group && a.split_k == b.split_k && (a.split_k <= 1 || a.split_mode == b.split_mode) &&
-         a.cluster_k == b.cluster_k;
+         a.cluster_k == b.cluster_k && a.multicast == b.multicast;
 }
 inline bool is_default_launch(const ConvLaunchOptions& o) { return same_launch(o, ConvLaunchOptions{}); }
 
-// "split4p", "ck2", "rg16", "split4p@rg16" for non-default options (the GEMM's order, cluster split-K
-// after split-K); "" for default options.
+// "split4p", "ck2", "mc2", "rg16", "split4p@rg16" for non-default options (the GEMM's order, cluster
+// split-K after split-K, multicast after both); "" for default options.
 inline std::string launch_suffix(const ConvLaunchOptions& o) {
   std::string s;
-  if (o.split_k > 1) s = "split" + std::to_string(o.split_k) + (o.split_mode == SplitKMode::parallel ? "p" : "s");
-  if (o.cluster_k > 1) {
+  auto add = [&](const std::string& knob) {
     if (!s.empty()) s += tactic_separator;
-    s += "ck" + std::to_string(o.cluster_k);
-  }
-  if (o.raster_group != ConvLaunchOptions{}.raster_group) {
-    if (!s.empty()) s += tactic_separator;
-    s += "rg" + std::to_string(o.raster_group);
-  }
+    s += knob;
+  };
+  if (o.split_k > 1) add("split" + std::to_string(o.split_k) + (o.split_mode == SplitKMode::parallel ? "p" : "s"));
+  if (o.cluster_k > 1) add("ck" + std::to_string(o.cluster_k));
+  if (o.multicast > 1) add("mc" + std::to_string(o.multicast));
+  if (o.raster_group != ConvLaunchOptions{}.raster_group) add("rg" + std::to_string(o.raster_group));
   return s;
 }
 
@@ -68,8 +70,8 @@ inline std::string conv_tactic_name(std::string_view instance, const ConvLaunchO
 inline constexpr int conv_max_raster_group = 64;
 
 // Inverse of launch_suffix(ConvLaunchOptions): "split<N>s|p" (N in [2, max_split_k]), "ck<N>" (N in [2,
-// conv_max_cluster_k]) and "rg<N>" (N in [1, 64], not the default 8), '@'-separated in that order, no
-// leading zeros: every option set has one name.
+// conv_max_cluster_k]), "mc2" and "rg<N>" (N in [1, 64], not the default 8), '@'-separated in that order,
+// no leading zeros: every option set has one name.
 inline bool parse_conv_launch_suffix(std::string_view s, ConvLaunchOptions& out, std::string& why) {
   auto bad = [&](std::string w) {
     why = std::move(w);
@@ -94,6 +96,9 @@ inline bool parse_conv_launch_suffix(std::string_view s, ConvLaunchOptions& out,
       if (v < 2 || v > conv_max_cluster_k)
         return bad("conv cluster_k '" + std::to_string(v) + "' is not an integer in [2, " + std::to_string(conv_max_cluster_k) + "]");
       o.cluster_k = v;
+    } else if (number("mc", tail, v) && tail.empty()) {
+      if (v != 2) return bad("conv multicast '" + std::to_string(v) + "' is not 2 (pairs of CTAs)");
+      o.multicast = v;
     } else if (number("rg", tail, v) && tail.empty()) {
       if (v < 1 || v > conv_max_raster_group)
         return bad("conv raster group '" + std::to_string(v) + "' is not an integer in [1, " + std::to_string(conv_max_raster_group) + "]");
@@ -101,10 +106,12 @@ inline bool parse_conv_launch_suffix(std::string_view s, ConvLaunchOptions& out,
         return bad("raster group " + std::to_string(v) + " is the default (omit the launch options)");
       o.raster_group = v;
     } else {
-      return bad("conv launch options '" + std::string(s) + "': unknown option '" + std::string(knob) + "' (split<N>s|p, ck<N>, rg<N>)");
+      return bad("conv launch options '" + std::string(s) + "': unknown option '" + std::string(knob) + "' (split<N>s|p, ck<N>, mc2, rg<N>)");
     }
   }
   if (o.split_k > 1 && o.cluster_k > 1) return bad("conv launch options '" + std::string(s) + "': split<N> and ck<N> exclude each other");
+  if (o.multicast > 1 && (o.split_k > 1 || o.cluster_k > 1))
+    return bad("conv launch options '" + std::string(s) + "': mc2 excludes split<N> and ck<N>");
   if (s.empty() || launch_suffix(o) != s)
     return bad("conv launch options '" + std::string(s) + "' are not in canonical form (expected '" + launch_suffix(o) + "')");
   out = o;
@@ -139,40 +146,6 @@ inline double sm90_conv_split_estimate(const ConvKernelEntry& e, const Conv2dDes
   return t + rounds * partial + std::ceil(units / sms) * partial + 4.0;
 }
 
-// Split-K launch options worth timing for a Hopper conv instance: none unless the unsplit grid leaves
-// more than 15% of its last round's CTA slots idle (the 7x7-map layers of ResNet-50 at N = 32, M = 1568:
-// 28-104 tiles for 132 multiprocessors) and K has 4 or more k-tiles; then the three split counts of
-// best estimate that beat the unsplit estimate, in parallel mode, and the best one in serial mode
-// where the instance has it (warpgroup tiles up to 64x128). The tuner measures them.
-inline std::vector<ConvLaunchOptions> conv_split_variants(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
-  std::vector<ConvLaunchOptions> out;
-  if (!conv_supports_split_k(e.config)) return out;
-  double rows = 0, cols = 0;
-  conv_tile_grid(e, d, rows, cols);
-  const double slots = double(std::max(1, dev.sm_count)) * sm90_conv_ctas_per_sm(e, dev);
-  const double tiles = rows * cols, k_tiles = sm90_conv_k_tiles(e, d);
-  if (k_tiles < 4 || tiles >= 0.85 * slots * std::ceil(tiles / slots)) return out;
-  const double whole = sm90_conv_split_estimate(e, d, dev, 1);
-  std::vector<std::pair<double, int>> better;
-  const int max_s = static_cast<int>(std::min<double>({double(max_split_k), k_tiles, 64.0}));
-  for (int s = 2; s <= max_s; ++s)
-    if (const double t = sm90_conv_split_estimate(e, d, dev, s); t < whole) better.emplace_back(t, s);
-  std::stable_sort(better.begin(), better.end());
-  for (std::size_t i = 0; i < better.size() && i < 3; ++i) {
-    ConvLaunchOptions o;
-    o.split_k = better[i].second;
-    o.split_mode = SplitKMode::parallel;
-    out.push_back(o);
-  }
-  if (!better.empty() && supports_serial_split_k(e.config.gemm)) {
-    ConvLaunchOptions o;
-    o.split_k = better.front().second;
-    o.split_mode = SplitKMode::serial;
-    out.push_back(o);
-  }
-  return out;
-}
-
 // Estimated time of a tma_im2col instance split `ck` ways inside clusters (cluster_k; 1: whole K), in
 // k-tiles: every CTA runs one (tile, slice) unit, so ⌈tiles·ck / slots⌉ waves of ⌈k_tiles / ck⌉ k-tiles,
 // plus one k-tile for the exchange through distributed shared memory.
@@ -184,6 +157,54 @@ inline double sm90_conv_cluster_k_estimate(const ConvKernelEntry& e, const Conv2
   return std::ceil(rows * cols * ck / slots) * std::ceil(k_tiles / ck) + (ck > 1 ? 1.0 : 0.0);
 }
 
+// What the split proposals share: the instance's grid leaves more than 15% of its last round's CTA slots
+// idle and K has 4 or more k-tiles (else none); then the split counts n in
+// [2, max_n] (those `allowed`) whose estimate beats the whole K (estimate(1)), best first, at most `count`.
+template <class Estimate, class Allowed>
+std::vector<int> conv_best_splits(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev, int max_n,
+                                  std::size_t count, Estimate estimate, Allowed allowed) {
+  std::vector<int> out;
+  double rows = 0, cols = 0;
+  conv_tile_grid(e, d, rows, cols);
+  const double slots = double(std::max(1, dev.sm_count)) * sm90_conv_ctas_per_sm(e, dev);
+  const double tiles = rows * cols, k_tiles = sm90_conv_k_tiles(e, d);
+  if (k_tiles < 4 || tiles >= 0.85 * slots * std::ceil(tiles / slots)) return out;
+  const double whole = estimate(1);
+  std::vector<std::pair<double, int>> better;
+  for (int n = 2; n <= max_n && n <= k_tiles; ++n)
+    if (allowed(n, tiles, slots))
+      if (const double t = estimate(n); t < whole) better.emplace_back(t, n);
+  std::stable_sort(better.begin(), better.end());
+  for (std::size_t i = 0; i < better.size() && i < count; ++i) out.push_back(better[i].second);
+  return out;
+}
+
+// Split-K launch options worth timing for a Hopper conv instance: none unless the unsplit grid leaves
+// more than 15% of its last round's CTA slots idle (the 7x7-map layers of ResNet-50 at N = 32, M = 1568:
+// 28-104 tiles for 132 multiprocessors) and K has 4 or more k-tiles; then the three split counts of
+// best estimate that beat the unsplit estimate, in parallel mode, and the best one in serial mode
+// where the instance has it (warpgroup tiles up to 64x128). The tuner measures them.
+inline std::vector<ConvLaunchOptions> conv_split_variants(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
+  std::vector<ConvLaunchOptions> out;
+  if (!conv_supports_split_k(e.config)) return out;
+  const std::vector<int> best = conv_best_splits(
+      e, d, dev, std::min(max_split_k, 64), 3, [&](int s) { return sm90_conv_split_estimate(e, d, dev, s); },
+      [](int, double, double) { return true; });
+  for (int s : best) {
+    ConvLaunchOptions o;
+    o.split_k = s;
+    o.split_mode = SplitKMode::parallel;
+    out.push_back(o);
+  }
+  if (!best.empty() && supports_serial_split_k(e.config.gemm)) {
+    ConvLaunchOptions o;
+    o.split_k = best.front();
+    o.split_mode = SplitKMode::serial;
+    out.push_back(o);
+  }
+  return out;
+}
+
 // Cluster split-K options worth timing for an instance (tma_im2col): as for conv_split_variants, only
 // where the unsplit grid leaves CTA slots idle, the two cluster sizes (up to conv_cluster_k_limit) of best
 // estimate that beat the whole K, and only sizes whose tiles × ck CTAs run in one wave (H200 s6-batchA:
@@ -193,28 +214,42 @@ inline std::vector<ConvLaunchOptions> conv_cluster_k_variants(const ConvKernelEn
   std::vector<ConvLaunchOptions> out;
   const int limit = conv_cluster_k_limit(e.config);
   if (limit < 2) return out;
-  double rows = 0, cols = 0;
-  conv_tile_grid(e, d, rows, cols);
-  const double slots = double(std::max(1, dev.sm_count)) * sm90_conv_ctas_per_sm(e, dev);
-  const double tiles = rows * cols, k_tiles = sm90_conv_k_tiles(e, d);
-  if (k_tiles < 4 || tiles >= 0.85 * slots * std::ceil(tiles / slots)) return out;
-  const double whole = sm90_conv_cluster_k_estimate(e, d, dev, 1);
-  std::vector<std::pair<double, int>> better;
-  for (int ck = 2; ck <= limit && ck <= k_tiles && tiles * ck <= slots; ++ck)
-    if (const double t = sm90_conv_cluster_k_estimate(e, d, dev, ck); t < whole) better.emplace_back(t, ck);
-  std::stable_sort(better.begin(), better.end());
-  for (std::size_t i = 0; i < better.size() && i < 2; ++i) {
+  const std::vector<int> best = conv_best_splits(
+      e, d, dev, limit, 2, [&](int ck) { return sm90_conv_cluster_k_estimate(e, d, dev, ck); },
+      [](int ck, double tiles, double slots) { return tiles * ck <= slots; });
+  for (int ck : best) {
     ConvLaunchOptions o;
-    o.cluster_k = better[i].second;
+    o.cluster_k = ck;
     out.push_back(o);
   }
+  return out;
+}
+
+// Multicast pairs (multicast = 2) worth timing for a Hopper conv instance: where K is long (32 or more
+// k-tiles: the operand boxes from L2, not the stores, are the traffic), the grid is one partial wave
+// (tiles ≤ resident CTAs) and the paired tile dimension has at least two tiles (with one, the partner CTA
+// computes nothing). H200 s7-batchA (N = 32, f16, bias + ReLU): faster only there, 7² 3×3 512→512
+// tma_im2col 128x64 21.74 vs 23.82 µs, 7² 1×1 2048→512 gemm1x1 128x64 11.61 vs 13.26; slower by 2-25% on
+// 14², 28² and 56² layers and on 7² 512→2048 (8 k-tiles): e.g. 14² 1024→256 128x128 10.65 vs 10.15.
+inline std::vector<ConvLaunchOptions> conv_multicast_variants(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
+  std::vector<ConvLaunchOptions> out;
+  if (!is_sm90_iterator(e.config.iterator)) return out;
+  double rows = 0, cols = 0;
+  conv_tile_grid(e, d, rows, cols);
+  const double pair_dim = sm90_pairs_along_m(e.config.gemm) ? rows : cols;
+  const double slots = double(std::max(1, dev.sm_count)) * sm90_conv_ctas_per_sm(e, dev);
+  if (sm90_conv_k_tiles(e, d) < 32 || rows * cols > slots || pair_dim < 2) return out;
+  ConvLaunchOptions o;
+  o.multicast = 2;
+  out.push_back(o);
   return out;
 }
 
 // The launch options worth timing for an instance on a problem, default first: a raster group of 16
 // when the grid has several tile columns, at least 32 tile rows and 4 waves (L2 reuse of the filters
 // across more rows; with one column grouping changes nothing); for the Hopper routes, the split counts
-// of conv_split_variants and (tma_im2col) the cluster sizes of conv_cluster_k_variants.
+// of conv_split_variants, (tma_im2col) the cluster sizes of conv_cluster_k_variants and the multicast
+// pairs of conv_multicast_variants.
 inline std::vector<ConvLaunchOptions> conv_launch_variants(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
   std::vector<ConvLaunchOptions> v{ConvLaunchOptions{}};
   double rows = 0, cols = 0;
@@ -222,6 +257,7 @@ inline std::vector<ConvLaunchOptions> conv_launch_variants(const ConvKernelEntry
   if (cols >= 2 && rows >= 32 && rows * cols >= 4.0 * std::max(1, dev.sm_count)) v.push_back(ConvLaunchOptions{16});
   for (const ConvLaunchOptions& o : conv_cluster_k_variants(e, d, dev)) v.push_back(o);
   for (const ConvLaunchOptions& o : conv_split_variants(e, d, dev)) v.push_back(o);
+  for (const ConvLaunchOptions& o : conv_multicast_variants(e, d, dev)) v.push_back(o);
   return v;
 }
 

@@ -14,7 +14,8 @@
 //               of the persistent loop, fp32 partials, the GEMM's reduction kernel or serial finish.
 //               cluster_k > 1: the CTAs of a cluster split one tile's k-tiles and add their accumulators
 //               through distributed shared memory (gemm/kernel/sm90/cluster_k.cuh).
-// Only clusters of 1 (no multicast) are used for convolutions.
+// multicast = 2 (tma_im2col): clusters of 2 CTAs on adjacent tiles load half of the box they share each
+// and multicast it (ConvIm2colProducer; gemm1x1 passes it on as the GEMM's cluster = 2).
 #pragma once
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -68,6 +69,7 @@ Status launch_conv_gemm1x1(const Conv2dDesc& d, const Conv2dOperands& ops, const
   g.raster_group = opt.raster_group;
   g.split_k = opt.split_k;
   g.split_mode = opt.split_mode;
+  g.cluster = opt.multicast;  // 2: the GEMM's clusters of 2 multicast the shared operand
   GemmOperands go = conv_gemm1x1_operands(ops);
   if (g.split_k > 1) {  // split-K partials (and serial counters) from ktune's per-stream workspace pool
     const std::size_t need = split_k_layout(ConvGemmConfig<CfgT>::value, resolved(conv_gemm1x1_desc(d)), g).total_bytes;
@@ -98,47 +100,92 @@ __device__ __forceinline__ void tma_load_im2col_4d(void* dst, const CUtensorMap*
       : "memory");
 }
 
+// The same box into the same shared-memory offset of every CTA in cta_mask (of this cluster), counting
+// its bytes on the mbarrier at bar's offset in each.
+__device__ __forceinline__ void tma_load_im2col_4d_multicast(void* dst, const CUtensorMap* map, int c, int w, int h, int n,
+                                                             std::uint16_t off_w, std::uint16_t off_h, std::uint64_t* bar,
+                                                             std::uint16_t cta_mask) {
+  const auto d = static_cast<std::uint32_t>(__cvta_generic_to_shared(dst));
+  const auto b = static_cast<std::uint32_t>(__cvta_generic_to_shared(bar));
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8}, %9;\n" ::"r"(d),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c), "r"(w), "r"(h), "r"(n), "r"(b), "h"(off_w), "h"(off_h), "h"(cta_mask)
+      : "memory");
+}
+
 __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, int c0, int c1, int c2, std::uint64_t* bar) {
   const std::int32_t coords[3] = {c0, c1, c2};
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar);
+}
+__device__ __forceinline__ void tma_load_3d_multicast(void* dst, const CUtensorMap* map, int c0, int c1, int c2,
+                                                      std::uint64_t* bar, std::uint16_t cta_mask) {
+  const std::int32_t coords[3] = {c0, c1, c2};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, map, coords, bar, cta_mask);
 }
 
 // The conv producer for warp_specialized_gemm: k-tile kt = (tap, channel block) of output tile tc. The
 // one producer thread walks the k-tiles of a tile in order: Im2colWalk steps to the next box without
 // the integer divisions of im2col_box (a few per tile instead of per k-tile: the small tiles' k-tiles
 // take only a few hundred cycles of wgmma).
+// Multicast (a cluster launch of 2 with `multicast`; cluster = 2 here, 1 for cluster split-K): the two
+// CTAs compute adjacent tiles that share an operand, as the GEMM's pairs (mainloop.cuh: along M sharing
+// the filter box when BN ≥ BM, else along N sharing the im2col box), and each loads half of the shared box
+// into both: the filter map's boxes are then BN/2 filters, the im2col map's BM/2 pixels (rank r: pixels
+// m0 + r·BM/2..; the walk follows that pixel).
 template <GemmConfig C>
 struct ConvIm2colProducer {
+  using ML = WgmmaMainloop<C>;
   const CUtensorMap* x;  // im2col map over x (NHWC)
   const CUtensorMap* w;  // tiled map {C, R·S, K} over the filters
   ConvTmaGeometry g;
+  bool multicast = false;  // a cluster launch pairs tiles (not cluster split-K): warp_specialized_gemm reads it
   mutable Im2colWalk walk{};
   __device__ __forceinline__ void prefetch() const {
     prefetch_tensor_map(x);
     prefetch_tensor_map(w);
   }
-  __device__ __forceinline__ void load(char* stage, std::uint64_t* bar, TileCoord tc, int kt, unsigned, unsigned) const {
-    const Im2colBox b = walk.box(g, tc.m * C.tile.m, kt);
+  __device__ __forceinline__ void load(char* stage, std::uint64_t* bar, TileCoord tc, int kt, unsigned cluster,
+                                       unsigned rank) const {
+    const int m0 = tc.m * C.tile.m, n0 = tc.n * C.tile.n;
+    if (cluster == 2) {
+      if constexpr (ML::pair_m) {  // the pair shares the filter box: half of its filters each
+        constexpr int half = C.tile.n / 2;
+        const Im2colBox b = walk.box(g, m0, kt);
+        tma_load_im2col_4d(stage, x, b.c0, b.w, b.h, b.n, b.off_w, b.off_h, bar);
+        tma_load_3d_multicast(stage + ML::a_bytes + int(rank) * half * ML::row_bytes, w, b.c0, b.tap, n0 + int(rank) * half, bar, 0x3);
+      } else {  // the pair shares the im2col box: half of its pixels each
+        constexpr int half = C.tile.m / 2;
+        const Im2colBox b = walk.box(g, m0 + int(rank) * half, kt);
+        tma_load_im2col_4d_multicast(stage + int(rank) * half * ML::row_bytes, x, b.c0, b.w, b.h, b.n, b.off_w, b.off_h, bar, 0x3);
+        tma_load_3d(stage + ML::a_bytes, w, b.c0, b.tap, n0, bar);
+      }
+      return;
+    }
+    const Im2colBox b = walk.box(g, m0, kt);
     tma_load_im2col_4d(stage, x, b.c0, b.w, b.h, b.n, b.off_w, b.off_h, bar);
-    tma_load_3d(stage + WgmmaMainloop<C>::a_bytes, w, b.c0, b.tap, tc.n * C.tile.n, bar);
+    tma_load_3d(stage + ML::a_bytes, w, b.c0, b.tap, n0, bar);
   }
 };
 #endif
 
 // CfgT::value is a ConvConfig with iterator tma_im2col. y_store_boxes > 0: y leaves through the
-// asynchronous TMA store (tma_y; gemm/kernel/sm90/epilogue.cuh), as the GEMM's D does.
+// asynchronous TMA store (tma_y; gemm/kernel/sm90/epilogue.cuh), as the GEMM's D does; wide.ring > 0: the
+// wide store (tma_y is y's 3-D view). multicast: a cluster launch of 2 pairs tiles (else clusters split K).
 template <class CfgT, class Epi>
 __global__ void __launch_bounds__(CfgT::value.gemm.threads(), 1)
     conv_im2col_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w,
                        const GemmParams<typename Epi::Params> p, const ConvTmaGeometry geo,
-                       const __grid_constant__ CUtensorMap tma_y, const int y_store_boxes) {
+                       const __grid_constant__ CUtensorMap tma_y, const int y_store_boxes, const Sm90WideStore wide,
+                       const bool multicast) {
 #if defined(__CUDA_ARCH__)
 #if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr GemmConfig C = CfgT::value.gemm;
   // SplitK: p.split_k > 1 walks (tile, k-slice) units and leaves fp32 partials (gemm/kernel/sm90/split_k.cuh).
   // ClusterK: in a cluster launch (cluster_k) the cluster's CTAs split one tile's k-tiles (cluster_k.cuh).
   warp_specialized_gemm<C, Epi, ConvIm2colProducer<C>, Sm90Schedule{}, true, (conv_cluster_k_limit(CfgT::value) > 1)>(
-      ConvIm2colProducer<C>{&tma_x, &tma_w, geo}, p, geo.k_tiles, y_store_boxes > 0 ? &tma_y : nullptr, true, y_store_boxes);
+      ConvIm2colProducer<C>{&tma_x, &tma_w, geo, multicast}, p, geo.k_tiles, y_store_boxes > 0 ? &tma_y : nullptr, true,
+      y_store_boxes, wide);
 #else
   __trap();  // built for a target without wgmma: the launcher never runs this image
 #endif
@@ -239,25 +286,25 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
     KTUNE_RETURN_IF_ERROR(gemm_workspace_pool().acquire(stream, need, ws.workspace, ws.workspace_bytes));
     KTUNE_RETURN_IF_ERROR(check_sm90_split_k(C, gd, ws, split));
   }
-  KTUNE_RETURN_IF_ERROR(ensure_sm90_image<kernel>());
-  KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(smem));
+  if (opt.multicast != 1) KTUNE_RETURN_IF_ERROR(check_conv_launch_options(opt));
   DeviceInfo dev;
-  KTUNE_RETURN_IF_ERROR(current_device(dev));
-  static const int per_sm_blocks = [] {
-    int n = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, CfgT::value.gemm.threads(), smem) != cudaSuccess) {
-      (void)cudaGetLastError();
-      n = 0;
-    }
-    return n > 0 ? n : 1;
-  }();
+  int per_sm_blocks = 1;
+  KTUNE_RETURN_IF_ERROR(sm90_prepare_launch<kernel>(C.threads(), smem, dev, per_sm_blocks));
   const ConvShape s = conv_shape(d);
-  const std::int64_t tiles = ceil_div(s.m, std::int64_t{C.tile.m}) * ceil_div(d.k, std::int64_t{C.tile.n});
+  const std::int64_t tiles_m = ceil_div(s.m, std::int64_t{C.tile.m}), tiles_n = ceil_div(d.k, std::int64_t{C.tile.n});
+  const std::int64_t tiles = tiles_m * tiles_n;
   if (tiles > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
+  // Multicast pairs (opt.multicast = 2): clusters of 2 CTAs on adjacent tiles that share an operand box
+  // (ConvIm2colProducer); a persistent grid of as many pairs as fit.
+  using ML = WgmmaMainloop<C>;
+  static const int pair_clusters = resident_clusters<kernel>(C.threads(), smem, 2);
+  const bool multicast = opt.multicast == 2;
+  if (multicast && pair_clusters < 1)
+    return error(StatusCode::unsupported, "a cluster of 2 CTAs of this instance does not fit the device (multicast)");
 
   CUtensorMap tx, tw;
-  KTUNE_RETURN_IF_ERROR(make_im2col_map(tx, d, ops.x, C.tile.m));
-  KTUNE_RETURN_IF_ERROR(make_filter_map(tw, d, ops.w, C.tile.n));
+  KTUNE_RETURN_IF_ERROR(make_im2col_map(tx, d, ops.x, multicast && !ML::pair_m ? C.tile.m / 2 : C.tile.m));
+  KTUNE_RETURN_IF_ERROR(make_filter_map(tw, d, ops.w, multicast && ML::pair_m ? C.tile.n / 2 : C.tile.n));
 
   GemmParams<typename Epi::Params> p{};
   p.m = static_cast<int>(s.m);
@@ -273,44 +320,35 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
   p.d_vec4 = alignment_of(d, ops).y % 4 == 0;
   p.raster_group = opt.raster_group > 0 ? opt.raster_group : 8;
   p.ep = ep;
-  if (split.split_k > 1) KTUNE_RETURN_IF_ERROR(set_sm90_split_k(p, C, gd, ws, split, stream));
+  const bool split_k = split.split_k > 1;
+  if (split_k) KTUNE_RETURN_IF_ERROR(set_sm90_split_k(p, C, gd, ws, split, stream));
 
-  // y (an M × K matrix, ld K) through the asynchronous TMA store where y and the epilogue allow it.
-  CUtensorMap ty{};
-  int y_store_boxes = 0;
-  if constexpr (sm90_async_store_fits<WgmmaMainloop<C>> && std::is_same_v<Epi, epilogue::Builtin>)
-    if (split.split_k <= 1) y_store_boxes = make_store_map(ty, d.out_type, ops.y, s.m, d.k, d.k, d.epilogue);
+  // y (an M × K matrix, ld K) through the asynchronous TMA store where y and the epilogue allow it; the
+  // wide store for tiles of few k-tiles (not in clusters: their rings are busy), as the GEMM's D.
+  const int cluster = cluster_k > 1 ? cluster_k : multicast ? 2 : 1;
+  const ConvTmaGeometry geo = conv_tma_geometry(d);
+  const Sm90DStore ys = sm90_d_store<C, Sm90Schedule{}, Epi>(d.out_type, ops.y, s.m, d.k, d.k, d.epilogue, split_k, cluster, geo.k_tiles);
 
   if (cluster_k > 1) {  // one (tile, k-slice) unit per CTA: tiles × cluster_k CTAs in clusters of cluster_k
-    if (tiles * cluster_k > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
     // Whether a cluster of cluster_k CTAs fits, asked once per size (the occupancy query costs host time).
     static std::atomic<int> fits[conv_max_cluster_k + 1] = {};  // 0 unknown, 1 yes, 2 no
     if (fits[cluster_k].load(std::memory_order_relaxed) == 0)
       fits[cluster_k].store(resident_clusters<kernel>(C.threads(), smem, cluster_k) >= 1 ? 1 : 2, std::memory_order_relaxed);
     if (fits[cluster_k].load(std::memory_order_relaxed) != 1)
       return error(StatusCode::unsupported, "a cluster of " + std::to_string(cluster_k) + " CTAs of this instance does not fit the device");
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(static_cast<unsigned>(tiles * cluster_k), 1, 1);
-    cfg.blockDim = dim3(static_cast<unsigned>(C.threads()), 1, 1);
-    cfg.dynamicSmemBytes = static_cast<std::size_t>(smem);
-    cfg.stream = stream;
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = static_cast<unsigned>(cluster_k);
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    return cuda_status(cudaLaunchKernelEx(&cfg, kernel, tx, tw, p, conv_tma_geometry(d), ty, y_store_boxes),
-                       "sm90 conv2d (TMA im2col, cluster split-K) kernel launch");
+    return sm90_launch<Epi>(kernel, tiles * cluster_k, cluster_k, C.threads(), smem, stream, p, gd, false,
+                            "sm90 conv2d (TMA im2col, cluster split-K) kernel launch", tx, tw, p, geo, ys.map, ys.boxes, ys.wide, false);
+  }
+  if (multicast) {  // pairs of tiles along M or N (the kernel's walk of units, as the GEMM's clusters of 2)
+    const std::int64_t pair_dim = ML::pair_m ? tiles_m : tiles_n;
+    const std::int64_t units = ceil_div(pair_dim, std::int64_t{2}) * (tiles / pair_dim);
+    return sm90_launch<Epi>(kernel, 2 * std::min<std::int64_t>(units, pair_clusters), 2, C.threads(), smem, stream, p, gd, false,
+                            "sm90 conv2d (TMA im2col, multicast pairs) kernel launch", tx, tw, p, geo, ys.map, ys.boxes, ys.wide, true);
   }
   const std::int64_t slots = std::int64_t{dev.sm_count > 0 ? dev.sm_count : 1} * per_sm_blocks;
   const std::int64_t works = tiles * std::max(1, split.split_k);  // split-K: (tile, k-slice) units
-  if (works > 0x7fffffff) return error(StatusCode::invalid_argument, "too many (tile, k-slice) units for one launch");
-  const unsigned grid = static_cast<unsigned>(works < slots ? works : slots);
-  kernel<<<grid, C.threads(), smem, stream>>>(tx, tw, p, conv_tma_geometry(d), ty, y_store_boxes);
-  KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "sm90 conv2d (TMA im2col) kernel launch"));
-  return split.split_k > 1 && !p.split_serial ? launch_sm90_splitk_reduce<Epi>(p, gd, stream) : Status{};
+  return sm90_launch<Epi>(kernel, std::min(works, slots), 1, C.threads(), smem, stream, p, gd, split_k,
+                          "sm90 conv2d (TMA im2col) kernel launch", tx, tw, p, geo, ys.map, ys.boxes, ys.wide, false);
 }
 
 // The dispatch-table launcher: the built-in run-time epilogue; beta reads y's prior contents.

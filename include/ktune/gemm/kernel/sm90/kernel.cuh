@@ -110,6 +110,14 @@ struct GemmTmaProducer {
   }
 };
 
+// Does a cluster launch of this producer multicast the shared operand even in a ClusterK kernel? (A
+// member `multicast`, set per launch: conv's tma_im2col producer; the GEMM's producer never splits K.)
+template <class Producer>
+__device__ __forceinline__ bool producer_multicasts(const Producer& p) {
+  if constexpr (requires { p.multicast; }) return p.multicast;
+  else return false;
+}
+
 // Ping-pong consumers (named barriers 1 and 2, 256 threads: both consumer warpgroups): consumer c may
 // start the mainloop of its next tile only once the other consumer has waited for every k-tile of the
 // tile before it. That puts one consumer's epilogue under the other's mainloop, and it keeps a consumer
@@ -165,8 +173,10 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   // A cluster launch (2 CTAs) multicasts the shared operand; a plain launch has a cluster of 1.
   const unsigned cluster = cuda::ptx::get_sreg_cluster_nctarank();
   const unsigned rank = cluster > 1 ? cuda::ptx::get_sreg_cluster_ctarank() : 0u;
-  // CTAs that share (multicast) a slot's operands: the cluster, but 1 where the cluster splits K.
-  const unsigned mcast = ClusterK ? 1u : cluster;
+  // CTAs that share (multicast) a slot's operands: the cluster, but 1 where the cluster splits K (a
+  // ClusterK kernel's cluster launch, unless its producer says the launch multicasts: conv's mc2).
+  const bool cluster_k = ClusterK && cluster > 1 && !producer_multicasts(producer);
+  const unsigned mcast = cluster_k ? 1u : cluster;
   // Wide store: the third bias buffers after the consumer warps' store buffers in the ring stages the
   // mainloop does not walk, and the bias_bulk mbarriers (3 per consumer warpgroup) at the end of that
   // region, i.e. just before the bias buffers: a constant offset (epilogue.cuh: sm90_wide_bias_bytes).
@@ -197,7 +207,6 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   const bool split = SplitK && p.split_k > 1;
   const int works = split ? units * p.split_k : units;
   const int first_unit = static_cast<int>(blockIdx.x) / cl, unit_step = static_cast<int>(gridDim.x) / cl;
-  const bool cluster_k = ClusterK && cluster > 1;
   // Stream-K (split_k.cuh, schedule.cuh): CTA b walks its data-parallel tiles, then its k-iteration
   // range's segments; first_work/more_work/next_work are the walk for every mode.
   // (The GEMM's own kernel only, instances with warpgroup tiles up to 64x128: compiled out elsewhere.)
@@ -254,7 +263,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     constexpr bool bias_buffers = sm90_kernel_bias_bytes(C, Sch) > 0;
     if constexpr (std::is_same_v<Epi, epilogue::Builtin>)
       fragments = fragments_allowed && !split && !streamk && !identity && fragment_epilogue(p.ep, p.d_vec4) && (bias_buffers || p.ep.bias == nullptr) &&
-                  (!ClusterK || cluster_k_owner(consumer_wgs, rank, cluster, cw));  // cluster split-K: owners store (and prefetch bias)
+                  (!cluster_k || cluster_k_owner(consumer_wgs, rank, cluster, cw));  // cluster split-K: owners store (and prefetch bias)
     const bool bias_ahead = fragments && p.ep.bias != nullptr;
     // 16-bit D leaves through the asynchronous TMA store (epilogue.cuh) when the launcher made D's tensor
     // map and the accumulators hold D's values (identity or fragment epilogue), through `store_boxes`
@@ -503,26 +512,106 @@ Status ensure_sm90_image() {
   return {};
 }
 
-// Clusters of `cluster` CTAs that fit on the whole device at once (0 if none).
-template <auto Kernel>
-int resident_clusters(int threads, int smem, int cluster) {
+// A launch of `grid` CTAs in clusters of `cluster` along x (attr: storage for the one attribute).
+inline cudaLaunchConfig_t sm90_cluster_config(unsigned grid, int cluster, int threads, int smem, cudaStream_t stream,
+                                              cudaLaunchAttribute& attr) {
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(cluster), 1, 1);
+  cfg.gridDim = dim3(grid, 1, 1);
   cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
   cfg.dynamicSmemBytes = static_cast<std::size_t>(smem);
-  cudaLaunchAttribute attr{};
+  cfg.stream = stream;
+  attr = cudaLaunchAttribute{};
   attr.id = cudaLaunchAttributeClusterDimension;
   attr.val.clusterDim.x = static_cast<unsigned>(cluster);
   attr.val.clusterDim.y = 1;
   attr.val.clusterDim.z = 1;
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
+  return cfg;
+}
+
+// Clusters of `cluster` CTAs that fit on the whole device at once (0 if none).
+template <auto Kernel>
+int resident_clusters(int threads, int smem, int cluster) {
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = sm90_cluster_config(static_cast<unsigned>(cluster), cluster, threads, smem, nullptr, attr);
   int n = 0;
   if (cudaOccupancyMaxActiveClusters(&n, Kernel, &cfg) != cudaSuccess) {
     (void)cudaGetLastError();
     n = 0;
   }
   return n;
+}
+
+// ---- What the GEMM and conv launchers share (conv: ktune/conv/kernel/sm90_conv.cuh) ------------------
+
+// Before a launch of Kernel: its sm_90a image, its shared-memory limit, the device, and the CTAs that fit
+// on one multiprocessor (occupancy API, asked once per kernel; at least 1).
+template <auto Kernel>
+Status sm90_prepare_launch(int threads, int smem, DeviceInfo& dev, int& per_sm_blocks) {
+  KTUNE_RETURN_IF_ERROR(ensure_sm90_image<Kernel>());
+  KTUNE_RETURN_IF_ERROR(ensure_smem_limit<Kernel>(smem));
+  KTUNE_RETURN_IF_ERROR(current_device(dev));
+  static const int per_sm = [&] {
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, Kernel, threads, smem) != cudaSuccess) {
+      (void)cudaGetLastError();
+      n = 0;
+    }
+    return n > 0 ? n : 1;
+  }();
+  per_sm_blocks = per_sm;
+  return {};
+}
+
+// How a launch stores D: through the asynchronous TMA store (16-bit D, 16-byte aligned rows, identity or
+// fragment epilogue; boxes > 0, map = D's tensor map) and, for tiles of at most a few k-tiles, the wide
+// store from the ring stages the mainloop does not need (wide.ring > 0, map = D's 3-D view; cooperative
+// consumers, no cluster: a cluster's ring holds multicast stages or rank 0's cluster split-K partials).
+// Nothing for split-K launches (the partials leave through their own store). epilogue.cuh: make_store_map,
+// sm90_wide_store_choice, make_wide_store_map.
+struct Sm90DStore {
+  CUtensorMap map{};
+  int boxes = 0;
+  Sm90WideStore wide{};
+};
+template <GemmConfig C, Sm90Schedule Sch, class Epi>
+Sm90DStore sm90_d_store(DType t, void* d, std::int64_t m, std::int64_t n, std::int64_t ldd, const EpilogueSpec& e,
+                        bool split, int cluster, int k_tiles) {
+  using ML = WgmmaMainloop<C>;
+  Sm90DStore s;
+  if constexpr (sm90_async_store_fits<ML> && std::is_same_v<Epi, epilogue::Builtin>) {
+    if (split) return s;
+    s.boxes = make_store_map(s.map, t, d, m, n, ldd, e);
+    if constexpr (sm90_wide_store_fits<ML> && !Sch.pingpong && C.schedule != WgSchedule::pingpong) {
+      if (s.boxes > 0 && cluster == 1) {
+        s.wide = sm90_wide_store_choice(C.stages, k_tiles, ML::stage_bytes, sm90_kernel_staging_bytes(C, Sch),
+                                        4 * sm90_consumer_warpgroups(C, Sch), ML::WN);
+        CUtensorMap w{};
+        if (s.wide.ring > 0 && make_wide_store_map(w, t, d, m, n, ldd, s.wide.blocks)) s.map = w;
+        else s.wide = {};
+      }
+    }
+  }
+  return s;
+}
+
+// The launch itself: `grid` CTAs, in clusters of `cluster` (1: a plain launch), then, for a split-K
+// launch in parallel mode, the reduction kernel that adds the partials and applies the epilogue.
+template <class Epi, class... KernelArgs, class... Args>
+Status sm90_launch(void (*kernel)(KernelArgs...), std::int64_t grid, int cluster, int threads, int smem, cudaStream_t stream,
+                   const GemmParams<typename Epi::Params>& p, const GemmDesc& d, bool split, const char* what,
+                   Args&&... args) {
+  if (grid > 0x7fffffff) return error(StatusCode::invalid_argument, "too many (tile, k-slice) units for one launch");
+  if (cluster <= 1) {
+    kernel<<<static_cast<unsigned>(grid), threads, smem, stream>>>(std::forward<Args>(args)...);
+    KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), what));
+  } else {
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = sm90_cluster_config(static_cast<unsigned>(grid), cluster, threads, smem, stream, attr);
+    KTUNE_RETURN_IF_ERROR(cuda_status(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...), what));
+  }
+  return split && !p.split_serial ? launch_splitk_reduce<Epi>(p, d, stream) : Status{};
 }
 
 template <class CfgT, class Epi>
@@ -540,18 +629,9 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   const GemmDesc d = resolved(d0);
   KTUNE_RETURN_IF_ERROR(check_sm90_split_k(C, d, ops, opt));  // before anything is launched or written
   const bool split = opt.split_k > 1;
-  KTUNE_RETURN_IF_ERROR(ensure_sm90_image<kernel>());
-  KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(smem));
   DeviceInfo dev;
-  KTUNE_RETURN_IF_ERROR(current_device(dev));
-  static const int per_sm_blocks = [] {
-    int n = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem) != cudaSuccess) {
-      (void)cudaGetLastError();
-      n = 0;
-    }
-    return n > 0 ? n : 1;
-  }();
+  int per_sm_blocks = 1;
+  KTUNE_RETURN_IF_ERROR(sm90_prepare_launch<kernel>(threads, smem, dev, per_sm_blocks));
   static const int pair_clusters = resident_clusters<kernel>(threads, smem, 2);
 
   // Clusters of 2 (multicast of the shared operand) only on request (GemmLaunchOptions::cluster = 2):
@@ -585,25 +665,9 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
     const std::int64_t sms = dev.sm_count > 0 ? dev.sm_count : 1;
     KTUNE_RETURN_IF_ERROR(set_sm90_stream_k(p, C, d, ops, opt, std::min(model, sms * per_sm_blocks), stream));
   }
-  // D through the asynchronous TMA store where D and the epilogue allow it (epilogue.cuh: make_store_map).
-  CUtensorMap td{};
-  int d_store_boxes = 0;  // > 0: the kernel stores D through the TMA (td)
-  if constexpr (sm90_async_store_fits<ML> && std::is_same_v<Epi, epilogue::Builtin>)
-    if (!split) d_store_boxes = make_store_map(td, d.d_type, ops.d, d.m, d.n, d.ldd, d.epilogue);
-  // Short K: the wide store from the ring stages the mainloop does not need (epilogue.cuh).
-  Sm90WideStore wide{};
-  constexpr Sm90Schedule sch = schedule_of<CfgT>();
-  if constexpr (sm90_wide_store_fits<ML> && std::is_same_v<Epi, epilogue::Builtin> && !sch.pingpong &&
-                C.schedule != WgSchedule::pingpong) {
-    if (d_store_boxes > 0 && cluster == 1) {
-      const int k_tiles = static_cast<int>(ceil_div(d.k, std::int64_t{C.tile.k}));
-      wide = sm90_wide_store_choice(C.stages, k_tiles, ML::stage_bytes, sm90_kernel_staging_bytes(C, sch),
-                                    4 * sm90_consumer_warpgroups(C, sch), ML::WN);
-      CUtensorMap tw{};
-      if (wide.ring > 0 && make_wide_store_map(tw, d.d_type, ops.d, d.m, d.n, d.ldd, wide.blocks)) td = tw;
-      else wide = {};
-    }
-  }
+  // D through the asynchronous TMA store where D and the epilogue allow it; for short K the wide store.
+  const Sm90DStore ds = sm90_d_store<C, schedule_of<CfgT>(), Epi>(d.d_type, ops.d, d.m, d.n, d.ldd, d.epilogue, split,
+                                                                   cluster, static_cast<int>(ceil_div(d.k, std::int64_t{C.tile.k})));
 
   // A/B switch for measurements: KTUNE_SM90_STAGED_EPILOGUE=1 runs every built-in epilogue through the
   // staged store (store_builtin) instead of the accumulator-fragment path.
@@ -612,28 +676,15 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   if (cluster == 1) {
     const std::int64_t slots = opt.max_ctas > 0 ? opt.max_ctas : sms * per_sm_blocks;
     const std::int64_t works = tiles * (split ? opt.split_k : 1);  // split-K: (tile, slice) units
-    if (works > 0x7fffffff) return error(StatusCode::invalid_argument, "too many (tile, k-slice) units for one launch");
-    const unsigned grid = opt.stream_k ? static_cast<unsigned>(p.sk.ctas) : static_cast<unsigned>(works < slots ? works : slots);
-    kernel<<<grid, threads, smem, stream>>>(ta, tb, p, td, d_store_boxes, staged, wide);
-    KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "sm90 GEMM kernel launch"));
-    return split && !p.split_serial ? launch_splitk_reduce<Epi>(p, d, stream) : Status{};
+    const std::int64_t grid = opt.stream_k ? std::int64_t{p.sk.ctas} : std::min(works, slots);
+    return sm90_launch<Epi>(kernel, grid, 1, threads, smem, stream, p, d, split, "sm90 GEMM kernel launch", ta, tb, p, ds.map,
+                            ds.boxes, staged, ds.wide);
   }
   const std::int64_t units = ceil_div(pair_dim, std::int64_t{2}) * (tiles / pair_dim);
   const std::int64_t clusters =
       std::min<std::int64_t>(units, opt.max_ctas > 0 ? std::max(1, opt.max_ctas / 2) : pair_clusters);
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(2 * clusters), 1, 1);
-  cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
-  cfg.dynamicSmemBytes = static_cast<std::size_t>(smem);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = 2;
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  return cuda_status(cudaLaunchKernelEx(&cfg, kernel, ta, tb, p, td, d_store_boxes, staged, Sm90WideStore{}), "sm90 GEMM kernel launch (cluster of 2)");
+  return sm90_launch<Epi>(kernel, 2 * clusters, 2, threads, smem, stream, p, d, false, "sm90 GEMM kernel launch (cluster of 2)", ta,
+                          tb, p, ds.map, ds.boxes, staged, ds.wide);
 }
 
 // The dispatch-table launcher: the built-in run-time epilogue.
