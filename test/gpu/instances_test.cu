@@ -30,6 +30,8 @@ const std::vector<ShapeCase>& shape_cases() {
       {"non-multiples of every tile, 16-byte aligned, padded ldd", 200, 296, 72, 0, 0, 8},
       {"non-multiples of every tile, 8-byte aligned K and N", 136, 260, 76},
       {"exact tiles", 256, 256, 128},
+      // 16-bit D rows 8-byte but not 16-byte aligned: the sm80 fast path's 4-byte stores (16-byte elsewhere)
+      {"exact tiles, ldd a multiple of 4, not 8", 256, 256, 64, 0, 0, 4},
       {"K < BK (odd, only 1-element instances)", 129, 65, 7},
       {"K < BK, 16-byte aligned (one partial k-tile)", 100, 136, 24},
       {"large K", 64, 64, 4096},
