@@ -249,6 +249,22 @@ TEST_CASE("cluster split-K: options, names, layout and proposals") {
   a100.cc = 80;
   for (const GemmLaunchOptions& o : split_k_variants(small, problem(64, 64, 65536), a100)) CHECK(o.split_mode != SplitKMode::cluster);
   for (const GemmLaunchOptions& o : split_k_variants(big, problem(64, 64, 65536), dev)) CHECK(o.split_mode != SplitKMode::cluster);
+  // sm90: cooperative warpgroup tiles up to 64x128, as many ranks as rank 0's ring holds partial tiles.
+  GemmConfig w;
+  w.math = MathOp::wgmma_bf16;
+  w.tile = {64, 128, 64};
+  w.warp = {64, 128};
+  w.stages = 5;
+  CHECK(cluster_split_k_limit(w) == 4);  // 5 x 24 KB ring / 32 KB partials = 3 others
+  w.tile = {128, 128, 64};
+  CHECK(cluster_split_k_limit(w) == 3);  // 160 KB / 64 KB = 2 others
+  CHECK_FALSE(cluster_split_k_across_clusters(w));
+  w.schedule = WgSchedule::pingpong;
+  CHECK(cluster_split_k_limit(w) == 1);
+  w.schedule = WgSchedule::cooperative;
+  w.tile = {128, 256, 64};
+  w.warp = {64, 256};
+  CHECK(cluster_split_k_limit(w) == 1);  // 128 accumulators per thread
   CHECK(cluster_split_k_limit(small.config) == 16);
   // Each rank's part of the tile's 4-column groups: contiguous, disjoint, covering the tile once, sizes
   // within one of each other (every small-M tile: 16x128 = 512, 16x64/32x64 = 256/512 groups, 32x128 = 1024).

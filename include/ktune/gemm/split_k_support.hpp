@@ -43,8 +43,12 @@ constexpr bool supports_serial_split_k(const GemmConfig& c) { return !is_wgmma(c
 //     sum spilled 8 bytes in conv's form).
 // The largest split_cluster an instance takes (1: no cluster mode).
 constexpr int cluster_split_k_limit(const GemmConfig& c) {
-  // (sm90: enabled with warp_specialized_gemm's ClusterK launch in kernel/sm90/kernel.cuh.)
-  if (is_wgmma(c.math)) return 1;
+  if (is_wgmma(c.math)) {
+    if (c.warp.m * c.warp.n > 64 * 128 || c.schedule != WgSchedule::cooperative) return 1;
+    const long ring = long(c.stages) * (c.tile.m + c.tile.n) * c.tile.k * size_of(c.operand());
+    const long n = 1 + ring / (long(c.tile.m) * c.tile.n * 4);
+    return static_cast<int>(n < 8 ? n : 8);
+  }
   return uses_tensor_cores(c.math) && supports_split_k(c) && c.tile.m <= 32 ? 16 : 1;
 }
 constexpr bool supports_cluster_split_k(const GemmConfig& c) { return cluster_split_k_limit(c) > 1; }

@@ -100,6 +100,9 @@ template <GemmConfig C>
 struct GemmTmaProducer {
   const CUtensorMap* a;
   const CUtensorMap* b;
+  // A cluster launch multicasts the shared operand (GemmLaunchOptions::cluster = 2); false: the cluster
+  // splits each tile's K instead (cluster split-K, SplitKMode::cluster; wgmma_gemm_kernel's ClusterK).
+  bool multicast = true;
   __device__ __forceinline__ void prefetch() const {
     prefetch_tensor_map(a);
     prefetch_tensor_map(b);
@@ -481,7 +484,9 @@ __global__ void __launch_bounds__(sm90_kernel_threads<CfgT>, 1)
 #if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr GemmConfig C = CfgT::value;
   constexpr Sm90Schedule sch = schedule_of<CfgT>();
-  warp_specialized_gemm<C, Epi, GemmTmaProducer<C>, sch, true>(GemmTmaProducer<C>{&tma_a, &tma_b}, p,
+  // Cluster split-K (p.split_cluster > 1: clusters split one tile's K) where the instance takes it.
+  constexpr bool cluster_k = supports_cluster_split_k(C) && !sch.pingpong;
+  warp_specialized_gemm<C, Epi, GemmTmaProducer<C>, sch, true, cluster_k>(GemmTmaProducer<C>{&tma_a, &tma_b, p.split_cluster <= 1}, p,
                                                          (p.k + C.tile.k - 1) / C.tile.k,
                                                          d_store_boxes > 0 ? &tma_d : nullptr, !staged_epilogue,
                                                          d_store_boxes, wide);
@@ -628,7 +633,11 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   constexpr int threads = sm90_kernel_threads<CfgT>;
   const GemmDesc d = resolved(d0);
   KTUNE_RETURN_IF_ERROR(check_sm90_split_k(C, d, ops, opt));  // before anything is launched or written
-  const bool split = opt.split_k > 1;
+  // Cluster split-K: clusters of split_cluster CTAs, one per tile, rank r the k-slice r (no workspace).
+  const int cluster_k = opt.split_k > 1 && opt.split_mode == SplitKMode::cluster ? opt.split_cluster : 1;
+  if constexpr (!supports_cluster_split_k(C) || schedule_of<CfgT>().pingpong)
+    if (cluster_k > 1) return error(StatusCode::unsupported, "this instance does not take sm90 cluster split-K");
+  const bool split = opt.split_k > 1 && cluster_k == 1;
   DeviceInfo dev;
   int per_sm_blocks = 1;
   KTUNE_RETURN_IF_ERROR(sm90_prepare_launch<kernel>(threads, smem, dev, per_sm_blocks));
@@ -643,7 +652,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   if (tiles > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
   const std::int64_t pair_dim = ML::pair_m ? tiles_m : tiles_n;
   int cluster = opt.cluster == 2 ? 2 : 1;
-  if (pair_clusters < 1 || split || opt.stream_k) cluster = 1;  // (set_sm90_stream_k refuses cluster = 2)
+  if (pair_clusters < 1 || split || opt.stream_k || cluster_k > 1) cluster = 1;  // (set_sm90_stream_k refuses cluster = 2)
 
   CUtensorMap ta, tb;
   const DType t = C.operand();
@@ -667,12 +676,22 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   }
   // D through the asynchronous TMA store where D and the epilogue allow it; for short K the wide store.
   const Sm90DStore ds = sm90_d_store<C, schedule_of<CfgT>(), Epi>(d.d_type, ops.d, d.m, d.n, d.ldd, d.epilogue, split,
-                                                                   cluster, static_cast<int>(ceil_div(d.k, std::int64_t{C.tile.k})));
+                                                                   cluster * cluster_k, static_cast<int>(ceil_div(d.k, std::int64_t{C.tile.k})));
 
   // A/B switch for measurements: KTUNE_SM90_STAGED_EPILOGUE=1 runs every built-in epilogue through the
   // staged store (store_builtin) instead of the accumulator-fragment path.
   static const bool staged = std::getenv("KTUNE_SM90_STAGED_EPILOGUE") != nullptr;
   const std::int64_t sms = dev.sm_count > 0 ? dev.sm_count : 1;
+  if (cluster_k > 1) {  // one unit (tile) per cluster, not persistent: rank 0's ring then holds the partials
+    static std::atomic<int> fits[9] = {};  // per cluster size: 1 fits, -1 does not (asked once)
+    if (fits[cluster_k].load(std::memory_order_relaxed) == 0)
+      fits[cluster_k].store(resident_clusters<kernel>(threads, smem, cluster_k) > 0 ? 1 : -1, std::memory_order_relaxed);
+    if (fits[cluster_k].load(std::memory_order_relaxed) < 0)
+      return error(StatusCode::unsupported, "sm90 cluster split-K: no cluster of " + std::to_string(cluster_k) + " CTAs fits the device");
+    p.split_cluster = cluster_k;
+    return sm90_launch<Epi>(kernel, tiles * cluster_k, cluster_k, threads, smem, stream, p, d, false,
+                            "sm90 GEMM kernel launch (cluster split-K)", ta, tb, p, ds.map, ds.boxes, staged, ds.wide);
+  }
   if (cluster == 1) {
     const std::int64_t slots = opt.max_ctas > 0 ? opt.max_ctas : sms * per_sm_blocks;
     const std::int64_t works = tiles * (split ? opt.split_k : 1);  // split-K: (tile, slice) units
