@@ -19,6 +19,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_pipeline.h>
+#include <cuda/ptx>  // bias_bulk_copy (TMA bulk copy + mbarrier); host passes parse it too
 
 #include <cstdint>
 #include <cstdio>
@@ -28,6 +29,7 @@
 
 #include "ktune/epilogue/builtin.cuh"
 #include "ktune/epilogue/chunk.cuh"
+#include "ktune/dispatch.hpp"  // max_raster_group
 #include "ktune/gemm/kernel/params.cuh"
 #include "ktune/gemm/kernel/sm90/pipeline.cuh"
 #include "ktune/gemm/kernel/sm90/tma.cuh"
