@@ -17,6 +17,7 @@
 // --cluster also times cluster split-K (@split<N>c<C>) with every cluster size 4, 8, 16 (2 up to 8 slices)
 // dividing N in {2, 4, ..., 256} on the sm80 instances that take it, @split<C>c<C> up to the instance's
 // limit on the sm90 ones (sm90 devices);
+// --variants also times every launch_variants() option (cluster of 2, stream-K, raster group);
 // --only T1,T2,... keeps only the tactics of those names (of the ones the other flags select);
 // --benchmark_* arguments (scripts/gpu-check.sh) mean --quick (2 shapes, small-tile instances).
 #include <cuda_runtime.h>
@@ -65,7 +66,7 @@ int fail(const Status& s, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, sweep = false, tuned = false, store_ab = false, streamk = false, cluster = false;
+  bool quick = false, sweep = false, tuned = false, store_ab = false, streamk = false, cluster = false, variants = false;
   std::string only_tactics;
   int top = 5, raster = 0;
   std::string only, filter;
@@ -81,9 +82,10 @@ int main(int argc, char** argv) {
     else if (a == "--cluster") cluster = true;
     else if (a == "--only" && i + 1 < argc) only_tactics = argv[++i];
     else if (a == "--store-ab") store_ab = true;
+    else if (a == "--variants") variants = true;
     else if (a == "--raster" && i + 1 < argc) raster = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--quick] [--sweep] [--top N] [--shape MxNxK] [--filter A|B|...] [--tuned] [--store-ab] [--raster G] [--sk] [--cluster] [--only T1,T2]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--sweep] [--top N] [--shape MxNxK] [--filter A|B|...] [--tuned] [--store-ab] [--raster G] [--sk] [--cluster] [--variants] [--only T1,T2]\n", argv[0]);
       return 2;
     }
   }
@@ -204,6 +206,9 @@ int main(int argc, char** argv) {
             if (std::none_of(los.begin(), los.end(), [&](const GemmLaunchOptions& x) { return same_launch(x, lo); })) los.push_back(lo);
           }
       }
+      if (variants)  // --variants: every launch variant the tuner times (cluster of 2, stream-K, raster)
+        for (const GemmLaunchOptions& lo : launch_variants(*e, d, dev))
+          if (std::none_of(los.begin(), los.end(), [&](const GemmLaunchOptions& x) { return same_launch(x, lo); })) los.push_back(lo);
       if (streamk && supports_stream_k(e->config)) {
         GemmLaunchOptions lo;
         lo.stream_k = true;
