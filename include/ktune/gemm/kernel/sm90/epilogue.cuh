@@ -19,7 +19,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_pipeline.h>
-#include <cuda/ptx>  // bias_bulk_copy (TMA bulk copy + mbarrier); host passes parse it too
+#include <cuda/ptx>  // the TMA stores, fences and bulk groups; host passes parse it too
 
 #include <cstdint>
 #include <cstdio>
@@ -231,41 +231,10 @@ __device__ __forceinline__ void bias_prefetch(const void* bias, int es, int col0
   }
   __pipeline_commit();
 }
-// The wide store's bias through the TMA (Sm90WideStore::bias_bulk): one thread of the consumer warpgroup
-// copies the tile's slice bias[col0 .. col0 + WN) with one bulk copy (async proxy) that completes on the
-// buffer's mbarrier, so no consumer thread has a cp.async of its own in flight when it fences its store
-// buffers for the TMA: the proxy fence (MEMBAR.ALL.CTA in SASS) waits for the thread's outstanding memory
-// operations, cp.async copies included, i.e. for a global load queued behind the store traffic. Needs a
-// 16-byte aligned bias (the kernel checks) and whole 16 bytes up to N (the wide store's N % 64 = 0).
-template <int WN>
-__device__ __forceinline__ void bias_bulk_copy(const void* bias, int es, int col0, int n, char* dst, std::uint64_t* bar) {
-  const int cols = n - col0 < WN ? n - col0 : WN;
-  const std::uint32_t bytes = cols > 0 ? static_cast<std::uint32_t>(cols * es) : 0u;
-  (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, bar, bytes);
-  if (bytes > 0)
-    cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, dst,
-                             static_cast<const char*>(bias) + static_cast<std::int64_t>(col0) * es, bytes, bar);
-}
-
-// wait_parity (pipeline.cuh) on a 32-bit shared address (hand PTX: one register for the address where
-// cuda::ptx takes a generic pointer); the same 10 ms suspend-time hint. The kernel waits for a tile's
-// bias_bulk copy at the tile's start, before the accumulators are live: the same wait in the epilogue,
-// with all accumulators live, made ptxas spill (12 bytes, 128x256) in either form.
-__device__ __forceinline__ void wait_parity_shared(std::uint32_t bar, std::uint32_t parity) {
-  asm volatile(
-      "{\n .reg .pred done;\n"
-      "KTUNE_WAIT_PARITY:\n"
-      " mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1, %2;\n"
-      " @!done bra KTUNE_WAIT_PARITY;\n}\n" ::"r"(bar),
-      "r"(parity), "n"(10'000'000)
-      : "memory");
-}
-
 // Every thread's copies are done, then the warpgroup's named barrier (3 for consumer 0, 4 for consumer
 // 1; 128 threads) shows them to all four warps. Immediate ids: a register id makes ptxas reserve all 16
 // barriers. Hand PTX: cuda::ptx has no named barrier.
 // deep: the copies were committed two tiles ahead (the wide store): the next tile's group may stay pending.
-// (Copies through the TMA, bias_bulk_copy, were waited for at the tile's start: no group is pending.)
 __device__ __forceinline__ void bias_wait(int consumer, bool deep = false) {
   if (deep) __pipeline_wait_prior(1);
   else __pipeline_wait_prior(0);
@@ -458,95 +427,81 @@ inline int make_store_map(CUtensorMap& map, DType t, void* d, std::int64_t m, st
   return ok ? boxes_wanted : 0;
 }
 
-// ---- Wide asynchronous store: 16-row operations of 2-8 KB from freed ring stages ---------------------
+// ---- Wide asynchronous store: 16-row operations of 4 KB from freed ring stages ------------------------
 // With one or two k-tiles per tile (8192x8192x64, conv 1×1) the ring's later stages hold nothing the
 // mainloop waits for, while the 1 KB box store above runs at ~one box per 400-500 ns per warp (s5-batchA:
 // 2.2-2.8 TB/s, whatever the buffer count: a per-operation cost, not the drain). So, on the launcher's
-// choice (Sm90WideStore::ring = R > 0), the producer and the consumers walk only the first R ring stages,
-// and the rest of the ring plus the warps' staging become each consumer warp's store buffers: one per
-// operation of `blocks` 64-column blocks of its 16-row band (2 KB per block; a 3-D view of D: {64
-// columns, M rows, N / 64 blocks}, 128-byte swizzle), one proxy fence and one TMA operation per
-// operation instead of per 1 KB, up to 8 buffers in flight per warp. Needs N % 64 = 0 (the view's
-// blocks) and a warp tile of 128 or 256 columns; the TMA clips rows at M and blocks at N / 64.
+// choice (Sm90WideStore::ring = sm90_wide_ring), the producer and the consumers walk only the first 2 ring
+// stages, and the rest of the ring plus the warps' staging become each consumer warp's store buffers: one
+// per operation of 2 64-column blocks (128 columns) of its 16-row band (2 KB per block; a 3-D view of D:
+// {64 columns, M rows, N / 64 blocks}, 128-byte swizzle), one proxy fence and one TMA operation per 4 KB,
+// up to 8 buffers in flight per warp. Needs N % 64 = 0 (the view's blocks) and a warp tile of 128 or 256
+// columns; the TMA clips rows at M and blocks at N / 64.
+// The geometry is fixed at compile time (H200, 8192x8192x64 bf16, s6-batchA/s7-batchA: 2 KB operations
+// 43.9 µs against 39.4 for 4 KB, 8 KB no faster; 1 or 3 stages kept 45.9 / 45.1 against 44.7 for 2), so
+// the store's buffer count, offsets and waits are immediates (a run-time count took a jump table per
+// operation).
+inline constexpr int sm90_wide_ring = 2;  // ring stages the mainloop keeps
+inline constexpr int sm90_wide_block_bytes = 2048, sm90_wide_blocks = 2, sm90_wide_max_buffers = 8;
+inline constexpr int sm90_wide_op_bytes = sm90_wide_blocks * sm90_wide_block_bytes;
 struct Sm90WideStore {
-  int ring = 0;    // ring stages kept (0: the 1 KB box store)
-  int blocks = 2;  // 64-column blocks per operation: 1, 2 or 4 (at most the warp tile's)
+  int ring = 0;              // ring stages kept: 0 (the 1 KB box store) or sm90_wide_ring
   bool relu_in_pack = true;  // a fragment epilogue's ReLU in the conversion (cvt.rn.relu), not a pass of its own
   bool bias_deep = true;     // a third bias buffer after the store buffers: the bias copied two tiles ahead
-  bool bias_bulk = false;    // with bias_deep: the bias copied by the TMA (bias_bulk_copy), not cp.async
-  int raster = 0;            // > 0: the tiles' raster group for this launch (1: row-major tile order), not the option's
-  bool bias_packed = false;  // bias (+ ReLU) added to the packed 16-bit pairs (fma.rn.relu.bf16x2), not in fp32
 };
-inline constexpr int sm90_wide_block_bytes = 2048, sm90_wide_max_buffers = 8;
 template <class ML>
 inline constexpr bool sm90_wide_store_fits = sm90_async_store_fits<ML> && ML::WN % 128 == 0;
-// Bytes of each consumer warp's wide store region (a multiple of the operation's bytes) when `free_bytes`
-// from a 1024-byte aligned start are shared by `warps` consumer warps; its buffers: at most 8.
-constexpr int sm90_wide_warp_bytes(int free_bytes, int warps, int op_bytes) { return free_bytes / warps / op_bytes * op_bytes; }
-// What the warps' store buffers leave of `free_bytes` (operations of `blocks` 2 KB blocks): the kernel's
-// third bias buffers (one per consumer warpgroup) go there.
-constexpr int sm90_wide_spare_bytes(int free_bytes, int warps, int blocks) {
-  return free_bytes - warps * sm90_wide_warp_bytes(free_bytes, warps, blocks * sm90_wide_block_bytes);
+// The wide store's shared memory of a kernel: `free_bytes` (the ring stages past the kept ones plus the
+// staging, from a 1024-byte aligned start) shared by `warps` consumer warps, each a whole number of 4 KB
+// buffers (at most 8); what the buffers leave holds the third bias buffers (4·warp_n bytes per consumer
+// warpgroup).
+struct Sm90WideLayout {
+  int warp_bytes = 0, buffers = 0, bias_offset = 0;
+  bool bias_deep = false;
+};
+constexpr Sm90WideLayout sm90_wide_layout(int free_bytes, int warps, int warp_n) {
+  Sm90WideLayout l;
+  const int per_warp = free_bytes / warps / sm90_wide_op_bytes;
+  l.buffers = per_warp < sm90_wide_max_buffers ? per_warp : sm90_wide_max_buffers;
+  l.warp_bytes = per_warp * sm90_wide_op_bytes;
+  l.bias_offset = warps * l.warp_bytes;
+  l.bias_deep = free_bytes - l.bias_offset >= warps / 4 * warp_n * 4;
+  return l;
 }
-// Where the third bias buffers start in that region (after the warps' store buffers), and the bytes they
-// take with the mbarriers of the bias_bulk copies (3 per consumer warpgroup, after the buffers).
-constexpr int sm90_wide_bias_offset(int free_bytes, int warps, int blocks) {
-  return free_bytes - sm90_wide_spare_bytes(free_bytes, warps, blocks);
-}
-constexpr int sm90_wide_bias_bytes(int warps, int warp_n, bool bulk) { return warps / 4 * (warp_n * 4 + (bulk ? 3 * 8 : 0)); }
-constexpr int sm90_wide_buffers(int free_bytes, int warps, int op_bytes) {
-  const int n = sm90_wide_warp_bytes(free_bytes, warps, op_bytes) / op_bytes;
-  return n < sm90_wide_max_buffers ? n : sm90_wide_max_buffers;
+// The layout of the kernel of `stages` ring stages of `stage_bytes` and `staging_bytes` of staging.
+constexpr Sm90WideLayout sm90_wide_layout(int stages, int stage_bytes, int staging_bytes, int warps, int warp_n) {
+  return stages > sm90_wide_ring ? sm90_wide_layout((stages - sm90_wide_ring) * stage_bytes + staging_bytes, warps, warp_n)
+                                 : Sm90WideLayout{};
 }
 
-// Host: the wide store a launch takes ({0, ...}: none): 2 ring stages (of `stages`; 1 only for one k-tile
-// per tile) and 2-block (4 KB)
-// operations when a tile has at most 2 k-tiles and the rest holds at least 2 buffers per consumer warp.
-// A/B switches (read once): KTUNE_SM90_WIDE_RING=n (ring stages kept; 0 = never wide),
-// KTUNE_SM90_WIDE_BLOCKS=b (1, 2, 4: 64-column blocks per operation, at most warp_n / 64),
+// Host: the wide store a launch takes ({0, ...}: none): 2 ring stages of `stages`, when a tile has at most
+// 2 k-tiles and the rest holds at least 2 buffers per consumer warp.
+// A/B switches (read once): KTUNE_SM90_WIDE_RING=0 (never wide: the 1 KB box store),
 // KTUNE_SM90_WIDE_KTILES=k (the most k-tiles per tile that go wide), KTUNE_SM90_WIDE_RELU_IN_PACK=0 (the
 // fragment epilogue's ReLU as its own pass over the accumulators), KTUNE_SM90_WIDE_BIAS_AHEAD=1 (the bias
-// copied one tile ahead, as without the wide store, instead of two), KTUNE_SM90_WIDE_BIAS_BULK=1 (the bias
-// two tiles ahead through the TMA instead of cp.async: bias_bulk_copy), KTUNE_SM90_WIDE_RASTER=g (the tiles'
-// raster group, e.g. 1: row-major tile order, so the CTAs' concurrent tiles cover whole rows of D),
-// KTUNE_SM90_WIDE_BIAS_PACKED=1 (bias + ReLU on the packed 16-bit pairs: one HFMA2.RELU per pair instead of
-// 2 FFMA + conversions; the sum is rounded twice, so D differs from cuBLASLt's in the last bit at times).
+// copied one tile ahead, as without the wide store, instead of two).
 inline Sm90WideStore sm90_wide_store_choice(int stages, int k_tiles, int stage_bytes, int staging_bytes, int warps, int warp_n) {
   auto env = [](const char* name, int fallback) {
     const char* v = std::getenv(name);
     return v != nullptr ? std::atoi(v) : fallback;
   };
-  static const int ring_wanted = env("KTUNE_SM90_WIDE_RING", 2);
-  static const int blocks_wanted = env("KTUNE_SM90_WIDE_BLOCKS", 2);
+  static const bool wanted = env("KTUNE_SM90_WIDE_RING", sm90_wide_ring) != 0;
   static const int max_k_tiles = env("KTUNE_SM90_WIDE_KTILES", 2);
   static const bool relu_in_pack = env("KTUNE_SM90_WIDE_RELU_IN_PACK", 1) != 0;
   static const bool bias_deep = env("KTUNE_SM90_WIDE_BIAS_AHEAD", 2) >= 2;
-  static const bool bias_bulk = env("KTUNE_SM90_WIDE_BIAS_BULK", 0) != 0;
-  static const int raster = env("KTUNE_SM90_WIDE_RASTER", 0);
-  static const bool bias_packed = env("KTUNE_SM90_WIDE_BIAS_PACKED", 0) != 0;
+  const Sm90WideLayout l = sm90_wide_layout(stages, stage_bytes, staging_bytes, warps, warp_n);
+  if (!wanted || k_tiles > max_k_tiles || l.buffers < 2) return {};
   Sm90WideStore w;
+  w.ring = sm90_wide_ring;
   w.relu_in_pack = relu_in_pack;
-  w.raster = raster > 0 && raster <= max_raster_group ? raster : 0;
-  w.bias_packed = bias_packed;
-  w.ring = ring_wanted < stages - 1 ? ring_wanted : stages - 1;
-  // The mainloop keeps one k-tile's wgmmas in flight and releases its slot only after the next k-tile's
-  // wait: with 2 k-tiles per tile a ring of 1 stage would deadlock (s6-batchB: RING=1, K = 120 hung).
-  if (w.ring == 1 && k_tiles > 1) w.ring = 2;
-  w.blocks = blocks_wanted >= 4 ? 4 : blocks_wanted >= 2 ? 2 : 1;
-  while (w.blocks * 64 > warp_n) w.blocks /= 2;
-  if (w.ring < 1 || w.ring >= stages || k_tiles > max_k_tiles ||
-      sm90_wide_buffers((stages - w.ring) * stage_bytes + staging_bytes, warps, w.blocks * sm90_wide_block_bytes) < 2)
-    return {};
-  const int spare = sm90_wide_spare_bytes((stages - w.ring) * stage_bytes + staging_bytes, warps, w.blocks);
-  w.bias_deep = bias_deep && spare >= sm90_wide_bias_bytes(warps, warp_n, false);
-  w.bias_bulk = w.bias_deep && bias_bulk && spare >= sm90_wide_bias_bytes(warps, warp_n, true);
+  w.bias_deep = bias_deep && l.bias_deep;
   return w;
 }
 
 // Host: D's 3-D view for the wide store ({64 columns, M rows, N / 64 blocks}, strides ldd and 64 elements,
 // boxes {64, 16, blocks}, 128-byte swizzle). False (map unusable) unless N % 64 = 0 and the driver takes it.
-inline bool make_wide_store_map(CUtensorMap& map, DType t, void* d, std::int64_t m, std::int64_t n, std::int64_t ldd,
-                                int blocks) {
+inline bool make_wide_store_map(CUtensorMap& map, DType t, void* d, std::int64_t m, std::int64_t n, std::int64_t ldd) {
+  constexpr int blocks = sm90_wide_blocks;
   if (size_of(t) != 2 || n % 64 != 0 || m <= 0 || reinterpret_cast<std::uintptr_t>(d) % 16 != 0 || ldd % 8 != 0) return false;
   PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
   if (!tensor_map_encoder(encode).ok()) return false;
@@ -625,11 +580,6 @@ __device__ __forceinline__ void store_tile_async(const CUtensorMap* map, typenam
       }
 }
 
-// One consumer warp's part of a tile through the wide store (see sm90_wide_store_fits): per 16-row band
-// (row0 + 64·mi), operations of `blocks` (1, 2, 4) 64-column blocks from `nbuf` (2..8) buffers of
-// blocks · 2 KB at `bufs` (1024-byte aligned); `slot` is the next buffer (warp-uniform, carried across
-// tiles). Buffer layout: block b at b · 2 KB, row r at r · 128, 16-byte unit u at u ^ (r % 8) (the TMA's
-// 128-byte swizzle; the packed-pair writes of a warp instruction hit 32 banks).
 // Two floats to D's packed pair with max(0, ·) in the same conversion (cvt.rn.relu.{f16,bf16}x2.f32;
 // hand PTX: no intrinsic). Same values as relu then pack: the conversion is monotonic, ReLU exact.
 template <class T>
@@ -660,105 +610,53 @@ __device__ __forceinline__ void stmatrix_x4(std::uint32_t addr, std::uint32_t r0
                : "memory");
 }
 
-// relu: apply max(0, ·) while packing (the fragment epilogue left it out: apply_fragments relu_later).
-template <class ML, class TOut>
-__device__ __forceinline__ void store_tile_wide(const CUtensorMap* map, typename ML::Accumulators& acc, char* bufs, int nbuf,
-                                                int blocks, int row0, int col0, int m, int n, int& slot, bool relu,
-                                                const char* bias = nullptr) {
-  static_assert(sizeof(TOut) == 2 && sm90_wide_store_fits<ML>, "16-bit D, 64-column blocks");
-  constexpr int band_blocks = ML::WN / 64;
+// One consumer warp's part of a tile through the wide store (see sm90_wide_store_fits): per 16-row band
+// (row0 + 64·mi), operations of 2 64-column blocks (128 columns) from its `Buffers` (2..8) buffers of 4 KB
+// at `bufs` (1024-byte aligned); `slot` is the next buffer (warp-uniform, carried across tiles). Buffer
+// layout: block b at b · 2 KB, row r at r · 128, 16-byte unit u at u ^ (r % 8) (the TMA's 128-byte
+// swizzle), written by stmatrix (four 8x8 matrices of packed pairs per instruction, conflict-free).
+// Relu: max(0, ·) in the conversion (the fragment epilogue left it out: apply_fragments relu_later).
+// (The band's row and the buffer through a lane-0 shuffle, to spare the TMA store's one-pass loop over the
+// lanes' values, made ptxas spill 80 bytes in both wide instances.)
+template <class ML, class TOut, int Buffers, bool Relu>
+__device__ __forceinline__ void store_tile_wide(const CUtensorMap* map, typename ML::Accumulators& acc, char* bufs, int row0,
+                                                int col0, int m, int n, int& slot) {
+  static_assert(sizeof(TOut) == 2 && sm90_wide_store_fits<ML>, "16-bit D, 128-column operations");
+  static_assert(Buffers >= 2 && Buffers <= sm90_wide_max_buffers, "2..8 buffers per warp");
+  constexpr int ops = ML::WN / (64 * sm90_wide_blocks);  // operations per band
   const int lane = threadIdx.x & 31, i = lane & 7, mat = lane >> 3;
   // This lane's stmatrix row: row i + 8 (mat & 1) of the band, unit 2q + (mat >> 1) at unit ^ i (bits 4-6
   // of the byte offset: bit 4 fixed per lane, bits 5-6 XORed with q).
   const std::uint32_t lane_off = (i + 8 * (mat & 1)) * 128 + ((((mat >> 1) ^ i) & 1) << 4), unit_x = (i & 6) << 4;
-  const std::uint32_t bufs_s = static_cast<std::uint32_t>(__cvta_generic_to_shared(bufs));
-  std::uint32_t buf_s = bufs_s;
-  char* buf = bufs;
-  bool live = false;  // the current operation lies (partly) inside D
+  const std::uint32_t bufs_u = static_cast<std::uint32_t>(__cvta_generic_to_shared(bufs));
+  const std::uint32_t bufs_s = bufs_u + lane_off;
+  auto pack = [](float x, float y) { return Relu ? pack2_relu<TOut>(x, y) : pack2_bits<TOut>(x, y); };
 #pragma unroll
   for (int mi = 0; mi < ML::MI; ++mi)
 #pragma unroll
-    for (int blk = 0; blk < band_blocks; ++blk) {
-      const int in_op = blk & (blocks - 1), rb = row0 + 64 * mi;
-      if (in_op == 0) {
-        live = rb < m && col0 + 64 * blk < n;  // warp-uniform
-        if (live) {
-          buf = bufs + slot * (blocks * sm90_wide_block_bytes);
-          buf_s = bufs_s + slot * (blocks * sm90_wide_block_bytes);
-          if (lane == 0) bulk_wait_read(nbuf - 1);
-          __syncwarp();  // the store issued from this buffer nbuf operations ago has read it
+    for (int op = 0; op < ops; ++op) {
+      const int rb = row0 + 64 * mi, cb = col0 + 64 * sm90_wide_blocks * op;
+      if (rb >= m || cb >= n) continue;  // warp-uniform: the operation lies outside D
+      if (lane == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<Buffers - 1>{});
+      __syncwarp();  // the store issued from this buffer Buffers operations ago has read it
+      const std::uint32_t out = bufs_s + slot * sm90_wide_op_bytes;
+#pragma unroll
+      for (int blk = 0; blk < sm90_wide_blocks; ++blk)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {  // units 2q, 2q + 1 of block blk: accumulators from a, b
+          const int a = 4 * (8 * (sm90_wide_blocks * op + blk) + 2 * q), b = a + 4;
+          stmatrix_x4(out + blk * sm90_wide_block_bytes + (unit_x ^ (q << 5)), pack(acc[mi][a], acc[mi][a + 1]),
+                      pack(acc[mi][a + 2], acc[mi][a + 3]), pack(acc[mi][b], acc[mi][b + 1]), pack(acc[mi][b + 2], acc[mi][b + 3]));
         }
+      cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy writes → the TMA (async proxy)
+      __syncwarp();
+      if (lane == 0) {
+        const std::int32_t coords[3] = {0, rb, cb / 64};
+        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, map, coords,
+                                        __cvta_shared_to_generic(bufs_u + slot * sm90_wide_op_bytes));
+        cuda::ptx::cp_async_bulk_commit_group();
       }
-      if (!live) continue;
-      if constexpr (ML::MI == 1) {
-        // Four 8x8 matrices (rows 0-7 / 8-15 of 16-byte units 2q, 2q + 1) per stmatrix: lane (g, t)'s packed
-        // pairs are their fragments, lane l gives the address of row l % 8 of matrix l / 8 (swizzled unit).
-        // (Two m64 blocks per warp, 256x128: ptxas spilled 72 bytes for stmatrix's 4-register groups.)
-        const std::uint32_t out = buf_s + in_op * sm90_wide_block_bytes + lane_off;
-        if (bias != nullptr) {  // relu?(round(acc) + bias) on packed pairs (Sm90WideStore::bias_packed)
-          using Pair = decltype(epilogue::pack2<TOut>(0.0f, 0.0f));
-          const Pair one = epilogue::pack2<TOut>(1.0f, 1.0f);
-          const Pair* bp = reinterpret_cast<const Pair*>(bias) + (lane & 3);  // pair t of every 8-column unit
-          auto add = [&](float x, float y, Pair b) {
-            const Pair v = epilogue::pack2<TOut>(x, y);
-            const Pair r = relu ? __hfma2_relu(v, one, b) : __hadd2(v, b);
-            std::uint32_t u;
-            __builtin_memcpy(&u, &r, sizeof(u));
-            return u;
-          };
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const int ja = 8 * blk + 2 * q, a = 4 * ja, b = a + 4;
-            const Pair ba = bp[4 * ja], bb = bp[4 * ja + 4];
-            stmatrix_x4(out + (unit_x ^ (q << 5)), add(acc[mi][a], acc[mi][a + 1], ba), add(acc[mi][a + 2], acc[mi][a + 3], ba),
-                        add(acc[mi][b], acc[mi][b + 1], bb), add(acc[mi][b + 2], acc[mi][b + 3], bb));
-          }
-        } else if (relu) {
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const int a = 4 * (8 * blk + 2 * q), b = a + 4;  // accumulators of units 2q and 2q + 1
-            stmatrix_x4(out + (unit_x ^ (q << 5)), pack2_relu<TOut>(acc[mi][a], acc[mi][a + 1]),
-                        pack2_relu<TOut>(acc[mi][a + 2], acc[mi][a + 3]), pack2_relu<TOut>(acc[mi][b], acc[mi][b + 1]),
-                        pack2_relu<TOut>(acc[mi][b + 2], acc[mi][b + 3]));
-          }
-        } else {
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const int a = 4 * (8 * blk + 2 * q), b = a + 4;
-            stmatrix_x4(out + (unit_x ^ (q << 5)), pack2_bits<TOut>(acc[mi][a], acc[mi][a + 1]),
-                        pack2_bits<TOut>(acc[mi][a + 2], acc[mi][a + 3]), pack2_bits<TOut>(acc[mi][b], acc[mi][b + 1]),
-                        pack2_bits<TOut>(acc[mi][b + 2], acc[mi][b + 3]));
-          }
-        }
-      } else {  // lane (g, t): columns 8j + 2t, +1 of rows g and g + 8, one 32-bit store each
-        const int g = lane >> 2, t = lane & 3;
-        char* out = buf + in_op * sm90_wide_block_bytes;
-        if (relu) {
-#pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            const int jj = 8 * blk + j, at = g * 128 + ((j ^ g) << 4) + 4 * t;
-            *reinterpret_cast<std::uint32_t*>(out + at) = pack2_relu<TOut>(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
-            *reinterpret_cast<std::uint32_t*>(out + at + 8 * 128) = pack2_relu<TOut>(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
-          }
-        } else {
-#pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            const int jj = 8 * blk + j, at = g * 128 + ((j ^ g) << 4) + 4 * t;
-            *reinterpret_cast<std::uint32_t*>(out + at) = pack2_bits<TOut>(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
-            *reinterpret_cast<std::uint32_t*>(out + at + 8 * 128) = pack2_bits<TOut>(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
-          }
-        }
-      }
-      if (in_op == blocks - 1 || blk == band_blocks - 1) {
-        cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy writes → the TMA (async proxy)
-        __syncwarp();
-        if (lane == 0) {
-          const std::int32_t coords[3] = {0, rb, col0 / 64 + blk - in_op};
-          cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, map, coords, buf);
-          cuda::ptx::cp_async_bulk_commit_group();
-        }
-        slot = slot + 1 == nbuf ? 0 : slot + 1;
-      }
+      slot = slot + 1 == Buffers ? 0 : slot + 1;
     }
 }
 

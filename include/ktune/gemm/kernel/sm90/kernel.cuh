@@ -180,16 +180,10 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   // ClusterK kernel's cluster launch, unless its producer says the launch multicasts: conv's mc2).
   const bool cluster_k = ClusterK && cluster > 1 && !producer_multicasts(producer);
   const unsigned mcast = cluster_k ? 1u : cluster;
-  // Wide store: the third bias buffers after the consumer warps' store buffers in the ring stages the
-  // mainloop does not walk, and the bias_bulk mbarriers (3 per consumer warpgroup) at the end of that
-  // region, i.e. just before the bias buffers: a constant offset (epilogue.cuh: sm90_wide_bias_bytes).
-  auto wide_bias_area = [&] {
-    const int free_bytes = (S - wide.ring) * ML::stage_bytes + sm90_kernel_staging_bytes(C, Sch);
-    return ring + wide.ring * ML::stage_bytes + sm90_wide_bias_offset(free_bytes, 4 * consumer_wgs, wide.blocks);
-  };
-  auto bias_bulk_bar = [&](int i) { return reinterpret_cast<std::uint64_t*>(ring + bias_offset) - 3 * consumer_wgs + i; };
-  if (threadIdx.x == 0 && wide.ring > 0 && wide.bias_bulk)  // (pipe.init's fence covers these)
-    for (int i = 0; i < 3 * consumer_wgs; ++i) cuda::ptx::mbarrier_init(bias_bulk_bar(i), 1u);
+  // Wide store (epilogue.cuh: sm90_wide_layout): the consumer warps' store buffers in the ring stages the
+  // mainloop does not walk, then the third bias buffers.
+  constexpr Sm90WideLayout wide_layout = sm90_wide_layout(S, ML::stage_bytes, sm90_kernel_staging_bytes(C, Sch), 4 * consumer_wgs, ML::WN);
+  auto wide_area = [&] { return ring + sm90_wide_ring * ML::stage_bytes; };  // (recomputed where used: no register)
   if (threadIdx.x == 0) pipe.init(4 * slot_readers * static_cast<int>(mcast));
   if (cluster > 1) {  // the peer's TMA and arrivals reach this CTA's barriers: all initialised first
     cuda::ptx::barrier_cluster_arrive();
@@ -227,7 +221,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   const int tile_rank = cluster_k ? 0 : static_cast<int>(rank);  // this CTA's tile of its unit
   auto tile_of = [&](int w) {
     const int unit = split ? w / p.split_k : streamk ? stream_k_tile(p.sk, w) : w;
-    const TileCoord u = grouped_raster(unit, units_m, units_n, wide.raster > 0 ? wide.raster : p.raster_group);
+    const TileCoord u = grouped_raster(unit, units_m, units_n, p.raster_group);
     return ML::pair_m ? TileCoord{u.m * tl + tile_rank, u.n} : TileCoord{u.m, u.n * tl + tile_rank};
   };
   const int wg = threadIdx.x / 128;
@@ -287,16 +281,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     // t's copy leaves only tile t+1's pending.
     bool bias_deep = false;
     if constexpr (async_capable && sm90_wide_store_fits<ML> && !PingPong)
-      bias_deep = bias_ahead && wide.ring > 0 && wide.bias_deep;
-    // Bias (+ ReLU) added to the packed 16-bit pairs in the wide store (Sm90WideStore::bias_packed; 64x256
-    // warpgroup tiles, alpha 1, no clamp). A lambda of kernel parameters and live flags: no register.
-    auto bias_packed = [&] {
-      if constexpr (ML::MI == 1 && async_capable && sm90_wide_store_fits<ML> && !PingPong)
-        return async_store && fragments && wide.ring > 0 && wide.bias_packed && p.ep.bias != nullptr && p.ep.alpha == 1.0f &&
-               !p.ep.clamp;
-      else
-        return false;
-    };
+      bias_deep = wide_layout.bias_deep && bias_ahead && wide.ring > 0 && wide.bias_deep;
     int slot = 0;
     // This consumer's two bias buffers (bias_prefetch/bias_wait: its 128 threads share the copies and
     // meet at named barrier 3 + cw; 1 and 2 order ping-pong consumers), and the tiles it computes.
@@ -304,19 +289,10 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     constexpr int bias_buffer_bytes = ML::WN * 4;
     auto bias_buffer = [&](int b) {
       if (b < 2) return ring + bias_offset + (2 * cw + b) * bias_buffer_bytes;
-      return wide_bias_area() + cw * bias_buffer_bytes;
+      return wide_area() + wide_layout.bias_offset + cw * bias_buffer_bytes;
     };
     auto col0_of = [&](int unit) { return tile_of(unit).n * C.tile.n + ML::wg_col0(sub); };
-    // The deep bias through the TMA (epilogue.cuh: bias_bulk_copy; 16-byte aligned bias only): buffer b's
-    // copies complete on mbarrier 3 * cw + b, one phase per use.
-    // (A lambda of kernel parameters, not a register held across the mainloop: the consumers have none.)
-    auto bias_bulk = [&] { return bias_deep && wide.bias_bulk && (reinterpret_cast<std::uintptr_t>(p.ep.bias) & 15) == 0; };
     auto prefetch_bias = [&](int col0, int b) {
-      if (bias_bulk()) {
-        if ((threadIdx.x & 127) == 0)
-          bias_bulk_copy<ML::WN>(p.ep.bias, size_of(p.d_type), col0, p.n, bias_buffer(b), bias_bulk_bar(3 * cw + b));
-        return;
-      }
       bias_prefetch<ML::WN>(p.ep.bias, size_of(p.d_type), col0, p.n, bias_buffer(b), static_cast<int>(threadIdx.x & 127));
     };
     if constexpr (std::is_same_v<Epi, epilogue::Builtin>) {
@@ -353,11 +329,6 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       const int row0 = tc.m * C.tile.m + ML::wg_row0(sub) + 16 * warp_in_wg;
       const int col0 = tc.n * C.tile.n + ML::wg_col0(sub);
       const int buffer = bias_deep ? local % 3 : local & 1;
-      // The bias copied through the TMA (use local / 3 of buffer `buffer`): waited for here, where the
-      // accumulators are not live yet (the epilogue has no registers for the wait loop); copied two tiles ago.
-      if (bias_bulk())
-        wait_parity_shared(static_cast<std::uint32_t>(__cvta_generic_to_shared(bias_bulk_bar(3 * cw + buffer))),
-                           static_cast<std::uint32_t>(local / 3) & 1u);
       ++local;
       const int next = PingPong ? next_work(next_work(unit)) : next_work(unit);  // this consumer's next tile
       const int next_col0 = bias_ahead && !bias_deep && more_work(next) ? col0_of(next) : -1;
@@ -417,10 +388,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       }
 
       if constexpr (std::is_same_v<Epi, epilogue::Builtin>) {
-        if (fragments) {
-          if (bias_packed()) bias_wait(cw, bias_deep);  // bias and ReLU go into the wide store's packing
-          else apply_fragments<ML>(p, acc, bias_buffer(buffer), cw, relu_in_pack, bias_deep);
-        }
+        if (fragments) apply_fragments<ML>(p, acc, bias_buffer(buffer), cw, relu_in_pack, bias_deep);
         // The next tile's bias into the other buffer: every warp of this warpgroup has passed this
         // tile's barrier, so all are done with that buffer (the tile before).
         if (next_col0 >= 0) prefetch_bias(next_col0, buffer ^ 1);
@@ -433,21 +401,19 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       if constexpr (async_capable) {
         if (async_store) {
           if constexpr (sm90_wide_store_fits<ML> && !PingPong) {
-            if (wide.ring > 0) {  // this warp's buffers in the stages after the first wide.ring ones
-              const int free_bytes = (S - wide.ring) * ML::stage_bytes + sm90_kernel_staging_bytes(C, Sch);
-              const int op_bytes = wide.blocks * sm90_wide_block_bytes;
-              char* bufs = ring + wide.ring * ML::stage_bytes +
-                           ((threadIdx.x - 128) >> 5) * sm90_wide_warp_bytes(free_bytes, 4 * consumer_wgs, op_bytes);
-              const int nbuf = sm90_wide_buffers(free_bytes, 4 * consumer_wgs, op_bytes);
-              if (p.d_type == DType::f16)
-                store_tile_wide<ML, __half>(tma_d, acc, bufs, nbuf, wide.blocks, row0, col0, p.m, p.n, slot,
-                                              bias_packed() ? p.ep.activation == Activation::relu : relu_in_pack,
-                                              bias_packed() ? bias_buffer(buffer) : nullptr);
-              else
-                store_tile_wide<ML, __nv_bfloat16>(tma_d, acc, bufs, nbuf, wide.blocks, row0, col0, p.m, p.n, slot,
-                                              bias_packed() ? p.ep.activation == Activation::relu : relu_in_pack,
-                                              bias_packed() ? bias_buffer(buffer) : nullptr);
-              continue;
+            if constexpr (wide_layout.buffers >= 2) {
+              if (wide.ring > 0) {  // this warp's buffers in the stages after the first sm90_wide_ring ones
+                constexpr int nb = wide_layout.buffers;
+                char* bufs = wide_area() + ((threadIdx.x - 128) >> 5) * wide_layout.warp_bytes;
+                if (p.d_type == DType::f16) {
+                  if (relu_in_pack) store_tile_wide<ML, __half, nb, true>(tma_d, acc, bufs, row0, col0, p.m, p.n, slot);
+                  else store_tile_wide<ML, __half, nb, false>(tma_d, acc, bufs, row0, col0, p.m, p.n, slot);
+                } else {
+                  if (relu_in_pack) store_tile_wide<ML, __nv_bfloat16, nb, true>(tma_d, acc, bufs, row0, col0, p.m, p.n, slot);
+                  else store_tile_wide<ML, __nv_bfloat16, nb, false>(tma_d, acc, bufs, row0, col0, p.m, p.n, slot);
+                }
+                continue;
+              }
             }
           }
           char* boxes = store_box_buffers(stage_warp);
@@ -593,7 +559,7 @@ Sm90DStore sm90_d_store(DType t, void* d, std::int64_t m, std::int64_t n, std::i
         s.wide = sm90_wide_store_choice(C.stages, k_tiles, ML::stage_bytes, sm90_kernel_staging_bytes(C, Sch),
                                         4 * sm90_consumer_warpgroups(C, Sch), ML::WN);
         CUtensorMap w{};
-        if (s.wide.ring > 0 && make_wide_store_map(w, t, d, m, n, ldd, s.wide.blocks)) s.map = w;
+        if (s.wide.ring > 0 && make_wide_store_map(w, t, d, m, n, ldd)) s.map = w;
         else s.wide = {};
       }
     }
