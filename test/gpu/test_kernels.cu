@@ -116,4 +116,71 @@ void launch_spin_until_flag(const volatile int* flag, unsigned long long timeout
   spin_until_flag_kernel<<<1, 1, 0, stream>>>(flag, timeout_ns, result);
 }
 
+namespace {
+// Programmatic dependent launch (sm90_pdl_test.cu). The primary lets its dependents start at once, then
+// keeps going for `delay_ns` before it copies src to dst: a dependent that read dst before its
+// griddepcontrol.wait would see dst's old bytes.
+__global__ void pdl_delayed_copy_kernel(unsigned char* dst, const unsigned char* src, std::size_t bytes,
+                                        unsigned long long delay_ns) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaTriggerProgrammaticLaunchCompletion();
+#endif
+  if (threadIdx.x == 0) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    while (now - start < delay_ns);
+  }
+  __syncthreads();
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < bytes; i += std::size_t{gridDim.x} * blockDim.x)
+    dst[i] = src[i];
+}
+// The dependent: waits for the grids before it (a no-op in a plain launch), then copies src to dst.
+__global__ void pdl_dependent_copy_kernel(unsigned char* dst, const unsigned char* src, std::size_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();
+#endif
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < bytes; i += std::size_t{gridDim.x} * blockDim.x)
+    dst[i] = src[i];
+}
+// The __CUDA_ARCH__ this file's kernels were compiled for (the image that runs: a multi-architecture
+// build compiles this file for its oldest target only, and newer GPUs JIT that PTX).
+__global__ void compiled_arch_kernel(int* out) {
+#if defined(__CUDA_ARCH__)
+  *out = __CUDA_ARCH__;
+#endif
+}
+}  // namespace
+
+// sm90_pdl_test.cu: the architecture the test kernels run as (the PDL kernels need 900 or more).
+int test_kernels_arch() {
+  int* d = nullptr;
+  int arch = 0;
+  if (cudaMalloc(&d, sizeof(int)) != cudaSuccess) return 0;
+  compiled_arch_kernel<<<1, 1>>>(d);
+  if (cudaMemcpy(&arch, d, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess) arch = 0;
+  cudaFree(d);
+  return arch;
+}
+
+// sm90_pdl_test.cu: the primary (a plain launch that triggers its dependents at its start) and the
+// dependent (launched with the programmatic-serialization attribute).
+void launch_pdl_delayed_copy(void* dst, const void* src, std::size_t bytes, unsigned long long delay_ns, cudaStream_t stream) {
+  pdl_delayed_copy_kernel<<<8, 256, 0, stream>>>(static_cast<unsigned char*>(dst), static_cast<const unsigned char*>(src),
+                                                 bytes, delay_ns);
+}
+cudaError_t launch_pdl_dependent_copy(void* dst, const void* src, std::size_t bytes, cudaStream_t stream) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(8, 1, 1);
+  cfg.blockDim = dim3(256, 1, 1);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, pdl_dependent_copy_kernel, static_cast<unsigned char*>(dst),
+                            static_cast<const unsigned char*>(src), bytes);
+}
+
 }  // namespace kt
