@@ -327,7 +327,8 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
   // wide store for tiles of few k-tiles (not in clusters: their rings are busy), as the GEMM's D.
   const int cluster = cluster_k > 1 ? cluster_k : multicast ? 2 : 1;
   const ConvTmaGeometry geo = conv_tma_geometry(d);
-  const Sm90DStore ys = sm90_d_store<C, Sm90Schedule{}, Epi>(d.out_type, ops.y, s.m, d.k, d.k, d.epilogue, split_k, cluster, geo.k_tiles);
+  const Sm90DStore ys =
+      sm90_d_store<C, Sm90Schedule{}, Epi>(d.out_type, ops.y, s.m, d.k, d.k, d.epilogue, split_k, cluster, geo.k_tiles, ops.bias);
 
   if (cluster_k > 1) {  // one (tile, k-slice) unit per CTA: tiles × cluster_k CTAs in clusters of cluster_k
     // Whether a cluster of cluster_k CTAs fits, asked once per size (the occupancy query costs host time).

@@ -271,11 +271,12 @@ __device__ __forceinline__ void bias_fragments(typename ML::Accumulators& acc, c
 // accumulators are D's values: the identity store writes them.
 template <class ML>
 // relu_later: the store applies the ReLU while it converts to D's type (store_tile_wide), not here.
+// bias_in_acc: the bias is in the accumulators already (the wide store's bias through the tensor core; alpha 1).
 __device__ __forceinline__ void apply_fragments(const GemmParams<epilogue::Builtin::Params>& p,
                                                 typename ML::Accumulators& acc, const char* bias, int consumer,
-                                                bool relu_later = false, bool bias_deep = false) {
+                                                bool relu_later = false, bool bias_deep = false, bool bias_in_acc = false) {
   const epilogue::Builtin::Params& ep = p.ep;
-  if (ep.bias != nullptr) {
+  if (ep.bias != nullptr && !bias_in_acc) {
     bias_wait(consumer, bias_deep);
     switch (p.d_type) {
       case DType::f32: bias_fragments<ML>(acc, reinterpret_cast<const float*>(bias), ep.alpha); break;
@@ -448,6 +449,7 @@ struct Sm90WideStore {
   int ring = 0;              // ring stages kept: 0 (the 1 KB box store) or sm90_wide_ring
   bool relu_in_pack = true;  // a fragment epilogue's ReLU in the conversion (cvt.rn.relu), not a pass of its own
   bool bias_deep = true;     // a third bias buffer after the store buffers: the bias copied two tiles ahead
+  bool bias_mma = false;     // the bias added by the tensor core (one more k16 step; see "Bias through the tensor core")
 };
 template <class ML>
 inline constexpr bool sm90_wide_store_fits = sm90_async_store_fits<ML> && ML::WN % 128 == 0;
@@ -455,23 +457,41 @@ inline constexpr bool sm90_wide_store_fits = sm90_async_store_fits<ML> && ML::WN
 // staging, from a 1024-byte aligned start) shared by `warps` consumer warps, each a whole number of 4 KB
 // buffers (at most 8); what the buffers leave holds the third bias buffers (4·warp_n bytes per consumer
 // warpgroup).
+// ---- Bias through the tensor core (wide store, Sm90WideStore::bias_mma) ---------------------------------
+// The tile's bias as one more wgmma k16 step after its last k-tile: acc += A'·B', A' (m64 × k16, K-major)
+// 1 at k = 0 and 0 elsewhere, B' (k16 × tile_n, MN-major) the tile's bias slice in k-row 0 and 0 in k-rows
+// 1-15, so acc[m][n] += bias[n] (1·bias exact; the sum rounded once in fp32, as the epilogue's add). It
+// takes the bias's per-value work (a shared-memory read, conversions and an add per value: ~220 of the ~430
+// warp instructions per tile bias+ReLU costs over identity, H200 ncu s7-batchA) and the consumers' bias
+// copies off the consumer warps. Layout, in the ring stages the wide store frees, after the store buffers:
+// A' one m64 block (8 KB, the operands' 128-byte swizzle: row m's 1 in 16-byte unit m % 8; every block of A
+// reads it), then one B' per kept ring stage (the producer copies the bias row into the B' of the stage
+// that holds the tile's last k-tile: the stage's release covers it): 64-column blocks of two 8-row atoms
+// (2 KB), k-row 0 the first 128 bytes of a block (the swizzle leaves row 0 in place). f16/bf16 operands,
+// bias of the operand type (D's), alpha 1, N % 64 = 0 (whole blocks), bias 16-byte aligned.
+inline constexpr int sm90_bias_a_bytes = 64 * 128;
+constexpr int sm90_bias_b_bytes(int tile_n) { return tile_n / 64 * sm90_wide_block_bytes; }
+constexpr int sm90_bias_mma_bytes(int tile_n) { return sm90_bias_a_bytes + sm90_wide_ring * sm90_bias_b_bytes(tile_n); }
+
 struct Sm90WideLayout {
-  int warp_bytes = 0, buffers = 0, bias_offset = 0;
-  bool bias_deep = false;
+  int warp_bytes = 0, buffers = 0, bias_offset = 0;  // bias_offset: the third bias buffers, or A' and the B's
+  bool bias_deep = false, bias_mma = false;
 };
-constexpr Sm90WideLayout sm90_wide_layout(int free_bytes, int warps, int warp_n) {
+constexpr Sm90WideLayout sm90_wide_layout(int free_bytes, int warps, int warp_n, int tile_n) {
   Sm90WideLayout l;
   const int per_warp = free_bytes / warps / sm90_wide_op_bytes;
   l.buffers = per_warp < sm90_wide_max_buffers ? per_warp : sm90_wide_max_buffers;
   l.warp_bytes = per_warp * sm90_wide_op_bytes;
   l.bias_offset = warps * l.warp_bytes;
   l.bias_deep = free_bytes - l.bias_offset >= warps / 4 * warp_n * 4;
+  l.bias_mma = free_bytes - l.bias_offset >= sm90_bias_mma_bytes(tile_n);
   return l;
 }
 // The layout of the kernel of `stages` ring stages of `stage_bytes` and `staging_bytes` of staging.
-constexpr Sm90WideLayout sm90_wide_layout(int stages, int stage_bytes, int staging_bytes, int warps, int warp_n) {
-  return stages > sm90_wide_ring ? sm90_wide_layout((stages - sm90_wide_ring) * stage_bytes + staging_bytes, warps, warp_n)
-                                 : Sm90WideLayout{};
+constexpr Sm90WideLayout sm90_wide_layout(int stages, int stage_bytes, int staging_bytes, int warps, int warp_n, int tile_n) {
+  return stages > sm90_wide_ring
+             ? sm90_wide_layout((stages - sm90_wide_ring) * stage_bytes + staging_bytes, warps, warp_n, tile_n)
+             : Sm90WideLayout{};
 }
 
 // Host: the wide store a launch takes ({0, ...}: none): 2 ring stages of `stages`, when a tile has at most
@@ -480,7 +500,8 @@ constexpr Sm90WideLayout sm90_wide_layout(int stages, int stage_bytes, int stagi
 // KTUNE_SM90_WIDE_KTILES=k (the most k-tiles per tile that go wide), KTUNE_SM90_WIDE_RELU_IN_PACK=0 (the
 // fragment epilogue's ReLU as its own pass over the accumulators), KTUNE_SM90_WIDE_BIAS_AHEAD=1 (the bias
 // copied one tile ahead, as without the wide store, instead of two).
-inline Sm90WideStore sm90_wide_store_choice(int stages, int k_tiles, int stage_bytes, int staging_bytes, int warps, int warp_n) {
+inline Sm90WideStore sm90_wide_store_choice(int stages, int k_tiles, int stage_bytes, int staging_bytes, int warps, int warp_n,
+                                            int tile_n) {
   auto env = [](const char* name, int fallback) {
     const char* v = std::getenv(name);
     return v != nullptr ? std::atoi(v) : fallback;
@@ -489,13 +510,26 @@ inline Sm90WideStore sm90_wide_store_choice(int stages, int k_tiles, int stage_b
   static const int max_k_tiles = env("KTUNE_SM90_WIDE_KTILES", 2);
   static const bool relu_in_pack = env("KTUNE_SM90_WIDE_RELU_IN_PACK", 1) != 0;
   static const bool bias_deep = env("KTUNE_SM90_WIDE_BIAS_AHEAD", 2) >= 2;
-  const Sm90WideLayout l = sm90_wide_layout(stages, stage_bytes, staging_bytes, warps, warp_n);
+  const Sm90WideLayout l = sm90_wide_layout(stages, stage_bytes, staging_bytes, warps, warp_n, tile_n);
   if (!wanted || k_tiles > max_k_tiles || l.buffers < 2) return {};
   Sm90WideStore w;
   w.ring = sm90_wide_ring;
   w.relu_in_pack = relu_in_pack;
   w.bias_deep = bias_deep && l.bias_deep;
   return w;
+}
+
+// Host: whether a wide launch adds the bias through the tensor core (see above): a bias of the operands'
+// type, 16-byte aligned, alpha 1, and room in the freed stages. A/B switch (read once):
+// KTUNE_SM90_WIDE_BIAS_MMA=1 (on trial: off by default until measured).
+inline bool sm90_bias_mma_choice(const Sm90WideStore& w, const Sm90WideLayout& l, const EpilogueSpec& e, const void* bias,
+                                 DType d_type, DType operand) {
+  static const bool wanted = [] {
+    const char* v = std::getenv("KTUNE_SM90_WIDE_BIAS_MMA");
+    return v != nullptr && v[0] == '1';
+  }();
+  return wanted && w.ring > 0 && l.bias_mma && e.bias && bias != nullptr && reinterpret_cast<std::uintptr_t>(bias) % 16 == 0 &&
+         e.alpha == 1.0f && d_type == operand && (operand == DType::f16 || operand == DType::bf16);
 }
 
 // Host: D's 3-D view for the wide store ({64 columns, M rows, N / 64 blocks}, strides ldd and 64 elements,
@@ -658,6 +692,32 @@ __device__ __forceinline__ void store_tile_wide(const CUtensorMap* map, typename
       }
       slot = slot + 1 == Buffers ? 0 : slot + 1;
     }
+}
+
+// Producer (one thread): the bias slice bias[n0 .. n0 + TileN) (16-bit, 16-byte aligned, N % 64 = 0) into k-row 0
+// of a B' (64-column blocks 2 KB apart), completing on the stage's full barrier (whose expected bytes count it).
+template <int TileN>
+__device__ __forceinline__ void bias_mma_copy(const void* bias, int n0, int n, char* b, std::uint64_t* bar) {
+#pragma unroll
+  for (int j = 0; j < TileN / 64; ++j)
+    if (n0 + 64 * j < n)
+      cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, b + j * sm90_wide_block_bytes,
+                               static_cast<const char*>(bias) + 2 * static_cast<std::int64_t>(n0 + 64 * j), 128u, bar);
+}
+
+// Bias through the tensor core: A' (the ones column) and the B's (zero but for k-row 0, which the producer
+// fills per tile) at `area`, written by all `threads` threads of the block before its first barrier; each
+// writer fences its generic-proxy stores for the async proxy (the TMA's bias copies, the wgmma reads).
+template <class T>
+__device__ __forceinline__ void bias_mma_init(char* area, int tile_n, int thread, int threads) {
+  const int units = sm90_bias_mma_bytes(tile_n) / 16;
+  const std::uint32_t one = sizeof(T) == 2 && std::is_same_v<T, __half> ? 0x3C00u : 0x3F80u;  // 1.0 in T's 16 bits
+  for (int u = thread; u < units; u += threads) {
+    // A': 16-byte unit (u % 8) of row (u / 8); the 1 at k = 0 sits in unit (row % 8) after the swizzle.
+    const bool ones = u < sm90_bias_a_bytes / 16 && (u % 8) == (u / 8) % 8;
+    *reinterpret_cast<uint4*>(area + 16 * u) = make_uint4(ones ? one : 0u, 0u, 0u, 0u);
+  }
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
 }
 
 // Every box store of this warp has read its buffer (lane 0 issued them all).

@@ -182,8 +182,23 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   const unsigned mcast = cluster_k ? 1u : cluster;
   // Wide store (epilogue.cuh: sm90_wide_layout): the consumer warps' store buffers in the ring stages the
   // mainloop does not walk, then the third bias buffers.
-  constexpr Sm90WideLayout wide_layout = sm90_wide_layout(S, ML::stage_bytes, sm90_kernel_staging_bytes(C, Sch), 4 * consumer_wgs, ML::WN);
+  constexpr Sm90WideLayout wide_layout =
+      sm90_wide_layout(S, ML::stage_bytes, sm90_kernel_staging_bytes(C, Sch), 4 * consumer_wgs, ML::WN, C.tile.n);
   auto wide_area = [&] { return ring + sm90_wide_ring * ML::stage_bytes; };  // (recomputed where used: no register)
+  // The bias through the tensor core (epilogue.cuh; Sm90WideStore::bias_mma): A' and the B's after the store
+  // buffers, set up by the whole block before its first barrier.
+  // (The GEMM's kernel only: in the conv kernel it made ptxas spill 56 bytes, 256x128.)
+  constexpr bool bias_mma_capable = std::is_same_v<Epi, epilogue::Builtin> && std::is_same_v<Producer, GemmTmaProducer<C>> &&
+                                    sm90_wide_store_fits<ML> && !PingPong && ML::a_kc &&
+                                    wide_layout.buffers >= 2 && wide_layout.bias_mma &&
+                                    (C.math == MathOp::wgmma_f16 || C.math == MathOp::wgmma_bf16);
+  auto bias_mma_area = [&] { return wide_area() + wide_layout.bias_offset; };
+  if constexpr (bias_mma_capable) {
+    if (wide.ring > 0 && wide.bias_mma) {
+      if constexpr (C.math == MathOp::wgmma_f16) bias_mma_init<__half>(bias_mma_area(), C.tile.n, threadIdx.x, blockDim.x);
+      else bias_mma_init<__nv_bfloat16>(bias_mma_area(), C.tile.n, threadIdx.x, blockDim.x);
+    }
+  }
   if (threadIdx.x == 0) pipe.init(4 * slot_readers * static_cast<int>(mcast));
   if (cluster > 1) {  // the peer's TMA and arrivals reach this CTA's barriers: all initialised first
     cuda::ptx::barrier_cluster_arrive();
@@ -245,8 +260,16 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
         const TileCoord tc = tile_of(unit);  // may lie past M or N in a pair: TMA reads zeros there
         const KRange kr = k_range(unit);
         for (int kt = kr.first; kt < kr.first + kr.count; ++kt) {
-          std::uint64_t* bar = pipe.acquire(st, ML::stage_bytes);
+          // The bias through the tensor core: the tile's bias slice into the B' of its last k-tile's stage.
+          int bias_cols = 0;
+          if constexpr (bias_mma_capable)
+            if (wide.ring > 0 && wide.bias_mma && kt == kr.first + kr.count - 1) bias_cols = min(C.tile.n, p.n - tc.n * C.tile.n);
+          std::uint64_t* bar = pipe.acquire(st, ML::stage_bytes + 2 * bias_cols);
           producer.load(ring + st.stage * ML::stage_bytes, bar, tc, kt, mcast, rank);
+          if constexpr (bias_mma_capable)
+            if (bias_cols > 0)
+              bias_mma_copy<C.tile.n>(p.ep.bias, tc.n * C.tile.n, p.n,
+                                      bias_mma_area() + sm90_bias_a_bytes + st.stage * sm90_bias_b_bytes(C.tile.n), bar);
           st.advance();
         }
       }
@@ -269,7 +292,13 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     if constexpr (std::is_same_v<Epi, epilogue::Builtin>)
       fragments = fragments_allowed && !split && !streamk && !identity && fragment_epilogue(p.ep, p.d_vec4) && (bias_buffers || p.ep.bias == nullptr) &&
                   (!cluster_k || cluster_k_owner(consumer_wgs, rank, cluster, cw));  // cluster split-K: owners store (and prefetch bias)
-    const bool bias_ahead = fragments && p.ep.bias != nullptr;
+    // The bias through the tensor core (host: a bias of the operands' type, alpha 1), else copied ahead.
+    // (A lambda of kernel parameters and `fragments`, not a flag held across the mainloop.)
+    auto bias_mma = [&] {
+      if constexpr (bias_mma_capable) return fragments && wide.bias_mma && wide.ring > 0 && p.ep.alpha == 1.0f;
+      else return false;
+    };
+    const bool bias_ahead = fragments && p.ep.bias != nullptr && !bias_mma();
     // 16-bit D leaves through the asynchronous TMA store (epilogue.cuh) when the launcher made D's tensor
     // map and the accumulators hold D's values (identity or fragment epilogue), through `store_boxes`
     // buffers (what the warp's staging holds, or fewer: d_store_boxes); `slot` is the next one.
@@ -351,6 +380,18 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
         previous = st.stage;
         st.advance();
       }
+      if constexpr (bias_mma_capable) {
+        if (bias_mma() && kr.count > 0) {  // acc += A'·B' (the bias row of the last k-tile's stage)
+          // From A's stage-0 descriptor (warp-uniform registers; K-major: the LBO field 16 → 2048 for B'),
+          // not from the ring's address: fewer live registers (the conv 256x128 kernel spilled otherwise).
+          const std::uint64_t a1 =
+              d0.a + ((sm90_wide_ring * ML::stage_bytes + wide_layout.bias_offset - ML::wg_row0(sub) * ML::row_bytes) >> 4);
+          const std::uint64_t b1 = a1 + (std::uint64_t((sm90_wide_block_bytes - 16) >> 4) << 16) +
+                                   ((sm90_bias_a_bytes + ML::wg_col0(sub) / 64 * sm90_wide_block_bytes) >> 4) +
+                                   static_cast<std::uint64_t>(previous) * (sm90_bias_b_bytes(C.tile.n) >> 4);
+          ML::mma_rank1(acc, a1, b1);
+        }
+      }
       wgmma_wait<0>();
       if (lane == 0 && kr.count > 0) pipe.release(previous, mcast);
 #pragma unroll
@@ -396,7 +437,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       }
 
       if constexpr (std::is_same_v<Epi, epilogue::Builtin>) {
-        if (fragments) apply_fragments<ML>(p, acc, bias_buffer(buffer), cw, relu_in_pack, bias_deep);
+        if (fragments) apply_fragments<ML>(p, acc, bias_buffer(buffer), cw, relu_in_pack, bias_deep, bias_mma());
         // The next tile's bias into the other buffer: every warp of this warpgroup has passed this
         // tile's barrier, so all are done with that buffer (the tile before).
         if (next_col0 >= 0) prefetch_bias(next_col0, buffer ^ 1);
@@ -556,7 +597,7 @@ struct Sm90DStore {
 };
 template <GemmConfig C, Sm90Schedule Sch, class Epi>
 Sm90DStore sm90_d_store(DType t, void* d, std::int64_t m, std::int64_t n, std::int64_t ldd, const EpilogueSpec& e,
-                        bool split, int cluster, int k_tiles) {
+                        bool split, int cluster, int k_tiles, const void* bias = nullptr) {
   using ML = WgmmaMainloop<C>;
   Sm90DStore s;
   if constexpr (sm90_async_store_fits<ML> && std::is_same_v<Epi, epilogue::Builtin>) {
@@ -564,8 +605,10 @@ Sm90DStore sm90_d_store(DType t, void* d, std::int64_t m, std::int64_t n, std::i
     s.boxes = make_store_map(s.map, t, d, m, n, ldd, e);
     if constexpr (sm90_wide_store_fits<ML> && !Sch.pingpong && C.schedule != WgSchedule::pingpong) {
       if (s.boxes > 0 && cluster == 1) {
-        s.wide = sm90_wide_store_choice(C.stages, k_tiles, ML::stage_bytes, sm90_kernel_staging_bytes(C, Sch),
-                                        4 * sm90_consumer_warpgroups(C, Sch), ML::WN);
+        constexpr int warps = 4 * sm90_consumer_warpgroups(C, Sch), staging = sm90_kernel_staging_bytes(C, Sch);
+        s.wide = sm90_wide_store_choice(C.stages, k_tiles, ML::stage_bytes, staging, warps, ML::WN, C.tile.n);
+        s.wide.bias_mma = sm90_bias_mma_choice(s.wide, sm90_wide_layout(C.stages, ML::stage_bytes, staging, warps, ML::WN, C.tile.n),
+                                               e, bias, t, C.operand());
         CUtensorMap w{};
         if (s.wide.ring > 0 && make_wide_store_map(w, t, d, m, n, ldd)) s.map = w;
         else s.wide = {};
@@ -670,7 +713,8 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   }
   // D through the asynchronous TMA store where D and the epilogue allow it; for short K the wide store.
   const Sm90DStore ds = sm90_d_store<C, schedule_of<CfgT>(), Epi>(d.d_type, ops.d, d.m, d.n, d.ldd, d.epilogue, split,
-                                                                   cluster * cluster_k, static_cast<int>(ceil_div(d.k, std::int64_t{C.tile.k})));
+                                                                   cluster * cluster_k, static_cast<int>(ceil_div(d.k, std::int64_t{C.tile.k})),
+                                                                   ops.bias);
 
   // A/B switch for measurements: KTUNE_SM90_STAGED_EPILOGUE=1 runs every built-in epilogue through the
   // staged store (store_builtin) instead of the accumulator-fragment path.

@@ -130,6 +130,20 @@ struct WgmmaMainloop {
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) fence_registers(acc[mi]);
   }
+
+  // Consumer: one more k16 step on the tile's accumulators, every m64 block reading the same A' (K-major,
+  // descriptor a) and B' (MN-major, descriptor b), committed as a group of its own: the wide store's bias
+  // through the tensor core (epilogue.cuh, kernel.cuh).
+  __device__ __forceinline__ static void mma_rank1(Accumulators& acc, std::uint64_t a, std::uint64_t b) {
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) fence_registers(acc[mi]);
+    wgmma_fence();
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) wgmma_step<C.math, WN, 0, 1>(acc[mi], a, b, 1);
+    wgmma_commit();
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) fence_registers(acc[mi]);
+  }
 #endif
 
   // Epilogue: write this warp's accumulators of m64 block Mi, columns Chunk·Cols .. +Cols, as a 16-row
