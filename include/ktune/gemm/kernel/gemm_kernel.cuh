@@ -496,12 +496,6 @@ static_assert((max_split_k + split_k_group_slices - 1) / split_k_group_slices <=
 template <class Epi>
 __global__ void __launch_bounds__(splitk_reduce_threads) splitk_reduce_kernel(const GemmParams<typename Epi::Params> p,
                                                                               int lanes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // A programmatic launch (launch_splitk_reduce's `programmatic`): the next kernel may launch now; the
-  // partials are read only once the GEMM has completed. (No-ops in a plain launch.)
-  cudaTriggerProgrammaticLaunchCompletion();
-  cudaGridDependencySynchronize();
-#endif
   __shared__ float4 group_sums[splitk_reduce_threads];
   const int groups = (p.split_k + split_k_group_slices - 1) / split_k_group_slices;
   const int quads_n = (p.n + 3) / 4;
@@ -564,30 +558,15 @@ GemmParams<EpiParams> make_gemm_params(const GemmDesc& d, const GemmOperands& op
 }
 
 // Split-K, parallel mode's second kernel (sm80 and sm90 launchers): a plain launch after the GEMM. (A
-// programmatic dependent launch, triggered at the sm80 GEMM's start, was 0.9-3 us slower per call on the
-// H200 for 64x64x65536: notes/split-k.md.) `programmatic`: a programmatic dependent launch (the sm90
-// launcher's KTUNE_SM90_PDL A/B).
+// programmatic dependent launch, triggered at the GEMM's start, was 0.9-3 us slower per call on the
+// H200 for 64x64x65536: notes/split-k.md.)
 template <class Epi>
-Status launch_splitk_reduce(const GemmParams<typename Epi::Params>& q, const GemmDesc& d, cudaStream_t stream,
-                            bool programmatic = false) {
+Status launch_splitk_reduce(const GemmParams<typename Epi::Params>& q, const GemmDesc& d, cudaStream_t stream) {
   const int groups = split_k_groups(q.split_k);
   int lanes = 1;
   while (lanes < groups) lanes *= 2;  // ≤ 64 (max_split_k = 256) ≤ splitk_reduce_threads
   const std::int64_t quads = d.m * ceil_div(d.n, std::int64_t{4}), per_block = splitk_reduce_threads / lanes;
-  const unsigned blocks = static_cast<unsigned>(ceil_div(quads, per_block));
-  if (programmatic) {
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(blocks, 1, 1);
-    cfg.blockDim = dim3(splitk_reduce_threads, 1, 1);
-    cfg.stream = stream;
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    return cuda_status(cudaLaunchKernelEx(&cfg, splitk_reduce_kernel<Epi>, q, lanes), "split-K reduction kernel launch");
-  }
-  splitk_reduce_kernel<Epi><<<blocks, splitk_reduce_threads, 0, stream>>>(q, lanes);
+  splitk_reduce_kernel<Epi><<<static_cast<unsigned>(ceil_div(quads, per_block)), splitk_reduce_threads, 0, stream>>>(q, lanes);
   return cuda_status(cudaGetLastError(), "split-K reduction kernel launch");
 }
 

@@ -206,12 +206,6 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   } else {
     __syncthreads();
   }
-  // Programmatic dependent launch (sm90_launch: sm90_pdl): a kernel launched after this one with the
-  // programmatic-serialization attribute may start now, as SMs free up; it waits for this grid's completion
-  // (griddepcontrol.wait) before it reads D. This CTA in turn touches global memory only after its own
-  // wait below (producer: after the tensor-map prefetch; consumers: after setmaxnreg), so its prologue
-  // overlaps the previous kernel's tail. Both are no-ops in a launch without the attribute.
-  cudaTriggerProgrammaticLaunchCompletion();
 
   // Work units: a cluster computes `cluster` adjacent tiles (along M when pairing shares B, else N);
   // units are rastered in groups, and CTA `rank` takes tile `rank` of its cluster's unit.
@@ -251,8 +245,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     // Producer warpgroup: one thread issues every TMA copy.
     if constexpr (consumer_wgs == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(smem_layout::sm90_producer_registers));
     if (threadIdx.x == 0) {
-      producer.prefetch();  // (the tensor maps are kernel parameters: no dependency on earlier grids)
-      cudaGridDependencySynchronize();
+      producer.prefetch();
       RingState<S> st;
       if constexpr (!PingPong)  // (ping-pong's skip keeps its compile-time modulo)
         if (wide.ring > 0) st.stages = wide.ring;
@@ -279,7 +272,6 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
         for (int unit = first_unit; unit < works; unit += unit_step) cluster_k_producer_sync();
   } else {
     if constexpr (consumer_wgs == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(smem_layout::sm90_consumer_registers));
-    cudaGridDependencySynchronize();  // before the first bias, C, partial or D access
     const int cw = wg - 1, lane = threadIdx.x & 31, warp_in_wg = (threadIdx.x >> 5) & 3;
     const int sub = PingPong ? 0 : cw;  // which warpgroup sub-tile of the block tile this consumer computes
     constexpr int warp_staging_bytes = sm90_kernel_staging_bytes(C, Sch) / (4 * consumer_wgs);
@@ -618,17 +610,6 @@ Sm90DStore sm90_d_store(DType t, void* d, std::int64_t m, std::int64_t n, std::i
   return s;
 }
 
-// Programmatic dependent launch of the sm90 kernels (warp_specialized_gemm: the trigger at its start, the
-// griddepcontrol.wait before its first global access): with KTUNE_SM90_PDL=1 the launch may begin while
-// the stream's previous kernel drains (A/B switch while it is measured; default off).
-inline bool sm90_pdl() {
-  static const bool on = [] {
-    const char* v = std::getenv("KTUNE_SM90_PDL");
-    return v != nullptr && v[0] == '1';
-  }();
-  return on;
-}
-
 // The launch itself: `grid` CTAs, in clusters of `cluster` (1: a plain launch), then, for a split-K
 // launch in parallel mode, the reduction kernel that adds the partials and applies the epilogue.
 template <class Epi, class... KernelArgs, class... Args>
@@ -636,24 +617,15 @@ Status sm90_launch(void (*kernel)(KernelArgs...), std::int64_t grid, int cluster
                    const GemmParams<typename Epi::Params>& p, const GemmDesc& d, bool split, const char* what,
                    Args&&... args) {
   if (grid > 0x7fffffff) return error(StatusCode::invalid_argument, "too many (tile, k-slice) units for one launch");
-  const bool pdl = sm90_pdl();
-  if (cluster <= 1 && !pdl) {
+  if (cluster <= 1) {
     kernel<<<static_cast<unsigned>(grid), threads, smem, stream>>>(std::forward<Args>(args)...);
     KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), what));
   } else {
-    cudaLaunchAttribute attrs[2];
-    cudaLaunchConfig_t cfg = sm90_cluster_config(static_cast<unsigned>(grid), cluster, threads, smem, stream, attrs[0]);
-    cfg.attrs = attrs;
-    cfg.numAttrs = cluster > 1 ? 1 : 0;
-    if (pdl) {
-      cudaLaunchAttribute& a = attrs[cfg.numAttrs++];
-      a = cudaLaunchAttribute{};
-      a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      a.val.programmaticStreamSerializationAllowed = 1;
-    }
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = sm90_cluster_config(static_cast<unsigned>(grid), cluster, threads, smem, stream, attr);
     KTUNE_RETURN_IF_ERROR(cuda_status(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...), what));
   }
-  return split && !p.split_serial ? launch_splitk_reduce<Epi>(p, d, stream, pdl) : Status{};
+  return split && !p.split_serial ? launch_splitk_reduce<Epi>(p, d, stream) : Status{};
 }
 
 template <class CfgT, class Epi>
