@@ -387,40 +387,35 @@ __device__ __forceinline__ void cluster_split_k_finish(const GemmParams<typename
   const unsigned ranks = static_cast<unsigned>(p.split_cluster), rank = cluster_split_rank();
   const int clusters = p.split_k / p.split_cluster;
   const QuadRange part = cluster_split_part(quads, rank, ranks);
-  const int q_first = part.first, q_end = part.end;
-  // The 4-column group of quad q: its row and column in D, its width (0 outside D) and its place in the tile.
-  auto locate = [&](int q, int& row, int& col, int& n) {
-    row = m0 + q / quads_per_row;
-    col = n0 + (q % quads_per_row) * 4;
-    n = row < p.m && col < p.n ? min(4, p.n - col) : 0;
-    return (q / quads_per_row) * ld + (q % quads_per_row) * 4;
+  // f(row, col, n, at) for each 4-column group of this rank's part that lies inside D: its row and column
+  // in D, its width n (1 to 4) and its offset `at` in the staged tiles.
+  auto for_each_part_quad = [&](auto&& f) {
+#pragma unroll 1
+    for (int q = part.first + static_cast<int>(threadIdx.x); q < part.end; q += C.threads()) {
+      const int row = m0 + q / quads_per_row, col = n0 + (q % quads_per_row) * 4;
+      const int n = row < p.m && col < p.n ? min(4, p.n - col) : 0;
+      if (n == 0) continue;
+      f(row, col, n, (q / quads_per_row) * ld + (q % quads_per_row) * 4);
+    }
   };
   bool finish = true;
-  if (clusters > 1) {
+  if (clusters > 1) {  // this cluster's sum of the part is its partial; the last cluster to arrive finishes
     const std::int64_t cluster = static_cast<std::int64_t>(blockIdx.y) / p.split_cluster;
-#pragma unroll 1
-    for (int q = q_first + static_cast<int>(threadIdx.x); q < q_end; q += C.threads()) {
-      int row, col, n;
-      const int at = locate(q, row, col, n);
-      if (n == 0) continue;
+    for_each_part_quad([&](int row, int col, int n, int at) {
       float x[4];
       cluster_quad_sum(tile, ranks, at, x);
       epilogue::store_vec4(p.partials + cluster * p.partial_slice + static_cast<std::int64_t>(row) * p.partial_ld + col, x, n, true);
-    }
+    });
     cuda::ptx::barrier_cluster_arrive();  // done with the peers' tiles
     finish = arrive_last(p.semaphores + (static_cast<std::int64_t>(blockIdx.x) * p.split_cluster + rank), clusters);
   }
   if (finish) {
-    constexpr int batch = 8;
-#pragma unroll 1
-    for (int q = q_first + static_cast<int>(threadIdx.x); q < q_end; q += C.threads()) {
-      int row, col, n;
-      const int at = locate(q, row, col, n);
-      if (n == 0) continue;
+    for_each_part_quad([&](int row, int col, int n, int at) {
       float x[4];
       if (clusters == 1) {
         cluster_quad_sum(tile, ranks, at, x);
-      } else {  // the clusters' partials in cluster order
+      } else {  // the clusters' partials in cluster order, 8 loads in flight
+        constexpr int batch = 8;
         const float* src = p.partials + static_cast<std::int64_t>(row) * p.partial_ld + col;
         load_partial(src, n, x);
 #pragma unroll 1
@@ -437,7 +432,7 @@ __device__ __forceinline__ void cluster_split_k_finish(const GemmParams<typename
         }
       }
       epilogue_store<Epi>(p, row, col, n, x);
-    }
+    });
   }
   if (clusters == 1) cuda::ptx::barrier_cluster_arrive();  // done with the peers' tiles
   cuda::ptx::barrier_cluster_wait();  // the peers are done with this CTA's tile: it may exit
