@@ -565,6 +565,18 @@ Status launch_splitk_reduce(const GemmParams<typename Epi::Params>& q, const Gem
   return cuda_status(cudaGetLastError(), "split-K reduction kernel launch");
 }
 
+// Clusters of cfg's cluster shape (its cluster-dimension attribute) that fit on the whole device at once;
+// 0 if none, or if the occupancy query fails. (The sm80 cluster split-K launcher and the sm90 launchers.)
+template <auto Kernel>
+int resident_clusters(const cudaLaunchConfig_t& cfg) {
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, Kernel, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    n = 0;
+  }
+  return n;
+}
+
 // Split-K, cluster mode (cluster_split_k_finish): grid (tiles, split_k) in clusters of (1, split_cluster, 1).
 // Runs only where clusters exist and the kernel's image has the sm_90 code (else `unsupported`, nothing
 // launched); clusters of more than 8 CTAs need the non-portable attribute and must fit the device.
@@ -614,9 +626,8 @@ Status launch_cluster_split_k(const GemmConfig& c, const GemmDesc& d, const Gemm
     cfg.numAttrs = 2;
   }
   if (!known) {
-    int resident = 0;
-    if (cudaOccupancyMaxActiveClusters(&resident, Kernel, &cfg) != cudaSuccess || resident < 1) {
-      (void)cudaGetLastError();
+    const int resident = resident_clusters<Kernel>(cfg);
+    if (resident < 1) {
       return error(StatusCode::unsupported, "cluster split-K: no cluster of " + std::to_string(opt.split_cluster) +
                                                 " CTAs of this instance fits the device");
     }

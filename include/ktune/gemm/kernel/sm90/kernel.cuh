@@ -546,13 +546,8 @@ inline cudaLaunchConfig_t sm90_cluster_config(unsigned grid, int cluster, int th
 template <auto Kernel>
 int resident_clusters(int threads, int smem, int cluster) {
   cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t cfg = sm90_cluster_config(static_cast<unsigned>(cluster), cluster, threads, smem, nullptr, attr);
-  int n = 0;
-  if (cudaOccupancyMaxActiveClusters(&n, Kernel, &cfg) != cudaSuccess) {
-    (void)cudaGetLastError();
-    n = 0;
-  }
-  return n;
+  return ::ktune::kernel::resident_clusters<Kernel>(
+      sm90_cluster_config(static_cast<unsigned>(cluster), cluster, threads, smem, nullptr, attr));
 }
 
 // ---- What the GEMM and conv launchers share (conv: ktune/conv/kernel/sm90_conv.cuh) ------------------
