@@ -286,19 +286,28 @@ TEST_CASE("grouped_raster: 32-bit math at the limits (tile counts up to 2^31 - 1
   CHECK(kernel::effective_raster_group(4096, 1024) == 1024);
 }
 
-TEST_CASE("k_slice: slices cover every k-tile once, up to 2^31 - 1 k-tiles and 256 slices") {
+// (The one split of every split-K kernel: sm80, sm90 and conv.)
+TEST_CASE("k_slice: slices cover every k-tile once, as evenly as possible, up to 2^31 - 1 k-tiles and 256 slices") {
   constexpr int kIntMax = std::numeric_limits<int>::max();
-  for (int k_tiles : {1, 2, 255, 256, 257, 65536, kIntMax - 1, kIntMax})
-    for (int splits : {1, 2, 3, 7, 128, 255, 256}) {
+  for (int k_tiles : {1, 2, 7, 64, 65, 255, 256, 257, 65536, kIntMax - 1, kIntMax})
+    for (int splits : {1, 2, 3, 5, 7, 8, 128, 255, 256}) {
       CAPTURE(k_tiles);
       CAPTURE(splits);
       std::int64_t next = 0;
+      int lo = kIntMax, hi = 0;
       for (int s = 0; s < splits; ++s) {
         const kernel::KRange r = kernel::k_slice(k_tiles, s, splits);
         REQUIRE(r.first == next);
         REQUIRE(r.count >= 0);
         next += r.count;
+        lo = std::min(lo, r.count);
+        hi = std::max(hi, r.count);
       }
       CHECK(next == k_tiles);
+      CHECK(hi - lo <= 1);
+      // Exactly [k·s/S, k·(s+1)/S) (the 64-bit form of the split).
+      for (int s : {0, splits / 2, splits - 1})
+        CHECK(kernel::k_slice(k_tiles, s, splits).first == static_cast<std::int64_t>(k_tiles) * s / splits);
     }
+  CHECK(kernel::k_slice(40, 0, 0).count == 40);  // split_k ≤ 1 (kernel parameters of an unsplit launch): every k-tile
 }

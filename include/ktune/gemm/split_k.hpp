@@ -72,9 +72,6 @@ inline SplitKLayout split_k_layout(const GemmConfig& c, const GemmDesc& d, const
                         o.split_mode, o.split_cluster);
 }
 
-// K-tiles of slice `s` of `splits`: [first, first + count) of k_tiles, as even as possible.
-constexpr std::int64_t split_k_first_tile(std::int64_t k_tiles, int splits, int s) { return k_tiles * s / splits; }
-
 namespace detail {
 // Blocks of an instance with resources r resident at once on dev (registers, shared memory, threads).
 inline double resident_slots(const GemmResources& r, const DeviceInfo& dev) {

@@ -36,13 +36,16 @@ KTUNE_SCHEDULE_FN TileCoord grouped_raster(int block, int tiles_m, int tiles_n, 
   return {first_m + in_group % rows, in_group / rows};
 }
 
-// K-tiles [first, first + count) of slice `slice` of `splits` (as even as possible; a slice may be empty
-// when there are more slices than k-tiles). Same split as ktune::split_k_first_tile on the host.
+// K-tiles [first, first + count) of slice `slice` of `splits` (at most 256; ≤ 1: no split):
+// [k·s/S, k·(s+1)/S), as even as possible (a slice may be empty when there are more slices than
+// k-tiles). Every split-K kernel (sm80, sm90, conv) takes its slice from here. In 32-bit arithmetic:
+// with k = q·S + r, k·s/S = q·s + r·s/S (r·s < 2^16); a 64-bit division was a subroutine call in the
+// sm90 persistent kernel, whose ABI cost registers (spills).
 struct KRange { int first, count; };
 KTUNE_SCHEDULE_FN KRange k_slice(int k_tiles, int slice, int splits) {
   if (splits <= 1) return {0, k_tiles};
-  const int first = static_cast<int>(static_cast<long long>(k_tiles) * slice / splits);
-  const int end = static_cast<int>(static_cast<long long>(k_tiles) * (slice + 1) / splits);
+  const int q = k_tiles / splits, r = k_tiles % splits;
+  const int first = q * slice + r * slice / splits, end = q * (slice + 1) + r * (slice + 1) / splits;
   return {first, end - first};
 }
 

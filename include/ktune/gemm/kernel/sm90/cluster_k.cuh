@@ -1,6 +1,6 @@
 // ktune/gemm/kernel/sm90/cluster_k.cuh — split-K inside a thread-block cluster (warp_specialized_gemm's
 // ClusterK mode; conv's tma_im2col route uses it: ConvLaunchOptions::cluster_k). The CTAs of a cluster
-// of S compute the same output tile, CTA rank r the k-tiles of slice r of S (sm90_k_slice); then every
+// of S compute the same output tile, CTA rank r the k-tiles of slice r of S (k_slice); then every
 // rank r > 0 writes its fp32 accumulators into rank 0's shared-memory ring through distributed shared
 // memory, and rank 0 adds them (rank order: the same bits run to run) and stores the tile through the
 // kernel's usual epilogue. No global workspace, no second kernel: the partials never leave the GPC

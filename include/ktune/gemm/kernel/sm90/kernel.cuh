@@ -228,9 +228,9 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   auto more_work = [&](int w) { return streamk ? stream_k_more(p.sk, cta, w) : w < works; };
   auto next_work = [&](int w) { return streamk ? stream_k_next(p.sk, cta, w) : w + unit_step; };
   auto k_range = [&](int w) {
-    return split       ? sm90_k_slice(k_tiles, w % p.split_k, p.split_k)
+    return split       ? k_slice(k_tiles, w % p.split_k, p.split_k)
            : streamk   ? stream_k_range(p.sk, cta, w)
-           : cluster_k ? sm90_k_slice(k_tiles, static_cast<int>(rank), cl)
+           : cluster_k ? k_slice(k_tiles, static_cast<int>(rank), cl)
                        : KRange{0, k_tiles};
   };
   const int tile_rank = cluster_k ? 0 : static_cast<int>(rank);  // this CTA's tile of its unit

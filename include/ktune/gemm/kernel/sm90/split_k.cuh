@@ -46,15 +46,6 @@ inline SplitKLayout sm90_split_k_layout(const GemmConfig& c, const GemmDesc& d, 
   return split_k_layout(c, d, o);
 }
 
-// k_slice (schedule.cuh: k-tiles [k·s/S, k·(s+1)/S) of slice s) in 32-bit arithmetic: with k = q·S + r,
-// k·s/S = q·s + r·s/S (r·s < 2^16). The 64-bit division was a subroutine call in the persistent kernel,
-// whose ABI cost registers (spills).
-KTUNE_SCHEDULE_FN KRange sm90_k_slice(int k_tiles, int slice, int splits) {
-  const int q = k_tiles / splits, r = k_tiles % splits;
-  const int first = q * slice + r * slice / splits, end = q * (slice + 1) + r * (slice + 1) / splits;
-  return {first, end - first};
-}
-
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // Named barrier 5 + consumer over that consumer warpgroup's 128 threads (1-2 order ping-pong consumers,
 // 3-4 the bias buffers). Immediate ids: a register id makes ptxas reserve all 16 barriers. Hand PTX:
