@@ -7,7 +7,8 @@
 // beta with C aliasing D, residual + GELU + clamp, residual aliasing D); bit-identical run to run with a
 // garbage-filled workspace; refusals (cluster 2, split-K, too many CTAs, short workspace, sm80) with
 // nothing written; the variants launch_variants proposes. "stream-K: sanitizer target" is the small case
-// for compute-sanitizer racecheck / synccheck.
+// for compute-sanitizer racecheck / synccheck. (A wrong flag protocol would end in a trap after seconds,
+// not a hang: stream_k_fixup's bounded poll.)
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -15,7 +16,7 @@
 #include <tuple>
 #include <vector>
 
-#include "gpu/test_util.cuh"
+#include "gpu/split_k_checks.cuh"
 #include "ktune/gemm/split_k.hpp"
 #include "ktune/gemm/tactics.hpp"
 
@@ -34,25 +35,8 @@ std::vector<const GemmKernelEntry*> sk_instances(const DeviceInfo& dev, bool ref
   return out;
 }
 
-GemmLaunchOptions stream_k(int max_ctas = 0) {
-  GemmLaunchOptions o;
-  o.stream_k = true;
-  o.max_ctas = max_ctas;
-  return o;
-}
-
-struct SkShape {
-  std::string what;
-  int m, n, k;
-  int pad_d = 0;
-  int max_ctas = 0;
-};
-
-// (A wrong flag protocol would end in a trap after seconds, not a hang: stream_k_fixup's bounded poll.)
-#define KT_SK_CASE(name) TEST_CASE(name)
-
 // Shapes in units of the instance's tile (so every instance meets the same schedule cases).
-std::vector<SkShape> sk_shapes(const GemmConfig& c, const DeviceInfo& dev) {
+std::vector<EdgeShape> sk_shapes(const GemmConfig& c, const DeviceInfo& dev) {
   const int tm = c.tile.m, tn = c.tile.n, sms = std::max(1, dev.sm_count);
   return {
       {"tiles = SMs + 1, every CTA", tm - 1, (sms + 1) * tn - 5, 320},
@@ -70,7 +54,7 @@ std::vector<SkShape> sk_shapes(const GemmConfig& c, const DeviceInfo& dev) {
 
 }  // namespace
 
-KT_SK_CASE("stream-K: every sm90 instance, edge shapes and capped grids, against float64") {
+TEST_CASE("stream-K: every sm90 instance, edge shapes and capped grids, against float64") {
   DeviceInfo dev;
   backend::device_info(dev);
   const auto instances = sk_instances(dev);
@@ -78,82 +62,28 @@ KT_SK_CASE("stream-K: every sm90 instance, edge shapes and capped grids, against
     MESSAGE("no sm90 instance runs on this device");
     return;
   }
-  std::uint64_t seed = 12600;
-  int runs = 0;
-  for (const GemmKernelEntry* e : instances)
-    for (const SkShape& sh : sk_shapes(e->config, dev)) {
-      Rng rng(seed++);
-      const RandomOperands op = random_operands(*e, sh.m, sh.n, sh.k, rng);
-      for (DType out : {DType::f32, e->config.operand()}) {
-        OutputCase oc;
-        oc.d_type = out;
-        oc.ldd_pad = sh.pad_d;
-        const RunResult r = run_checked(op.A, op.B, op.acc, e->config.math, oc, e->name.data(), rng, nullptr, stream_k(sh.max_ctas));
-        ++runs;
-        CHECK_MESSAGE(r.status.ok(), e->name << " @sk " << sh.what << ": " << r.status.to_string());
-        if (r.status.ok())
-          CHECK_MESSAGE(r.check.ok(tolerance(e->config.math, out)),
-                        e->name << " @sk " << sh.what << " out " << to_string(out) << ": " << r.check.summary());
-      }
-    }
+  EdgeRuns t;
+  t.shapes = [&dev](const GemmKernelEntry& e) { return sk_shapes(e.config, dev); };
+  t.d_types = [](const GemmKernelEntry& e) { return std::vector<DType>{DType::f32, e.config.operand()}; };
+  t.launches = [](const GemmKernelEntry&, const EdgeShape&) { return std::vector<GemmLaunchOptions>{stream_k_launch()}; };
+  const int runs = check_edge_shapes(instances, t, 12600);
   MESSAGE(runs << " stream-K runs over " << instances.size() << " instances");
 }
 
-KT_SK_CASE("stream-K: every epilogue, applied once to the whole sum") {
+TEST_CASE("stream-K: every epilogue, applied once to the whole sum") {
   DeviceInfo dev;
   backend::device_info(dev);
   const auto instances = sk_instances(dev);
   if (instances.empty()) return;
-  const auto cases = whole_sum_epilogue_cases();
-  std::uint64_t seed = 12700;
-  for (const GemmKernelEntry* e : instances) {
-    Rng rng(seed++);
-    // 9 tiles of the instance, K = 1104 (16-byte rows for the TMA): on 4 CTAs one data-parallel wave and
-    // 5 streamed tiles; on every resident CTA all 9 streamed.
-    const int m = 3 * e->config.tile.m - 11, n = 3 * e->config.tile.n - 4;
-    const RandomOperands op = random_operands(*e, m, n, 1104, rng);
-    for (auto& [what, oc] : cases)
-      for (int ctas : {4, 0}) {
-        const RunResult r = run_checked(op.A, op.B, op.acc, e->config.math, oc, e->name.data(), rng, nullptr, stream_k(ctas));
-        CHECK_MESSAGE(r.status.ok(), e->name << " " << what << ": " << r.status.to_string());
-        if (r.status.ok())
-          CHECK_MESSAGE(r.check.ok(tolerance(e->config.math, oc.d_type)),
-                        e->name << " @sk ctas " << ctas << " " << what << ": " << r.check.summary());
-      }
-  }
+  // 9 tiles of the instance, K = 1104 (16-byte rows for the TMA): on 4 CTAs one data-parallel wave and
+  // 5 streamed tiles; on every resident CTA all 9 streamed.
+  const int runs = check_whole_sum_epilogues(
+      instances, [](const GemmKernelEntry& e) { return EdgeShape{"", 3 * e.config.tile.m - 11, 3 * e.config.tile.n - 4, 1104}; }, {},
+      [](const GemmKernelEntry&) { return std::vector<GemmLaunchOptions>{stream_k_launch(4), stream_k_launch(0)}; }, 12700);
+  MESSAGE(runs << " stream-K whole-sum epilogue runs");
 }
 
-namespace {
-
-struct SkDirect {
-  GemmDesc d;
-  GemmOperands ops;
-  Matrix D, bias;
-  DeviceBuffer ws;
-};
-
-// One run with the caller's workspace filled with `junk` first; D's bytes (guards included).
-std::vector<unsigned char> sk_run_image(SkDirect& x, const GemmKernelEntry& e, const GemmLaunchOptions& lo, unsigned char junk) {
-  GemmOptions opt;
-  opt.instance = e.name.data();
-  opt.launch = lo;
-  const std::size_t need = gemm_workspace_size(x.d, opt);
-  REQUIRE(need > 0);
-  if (need > x.ws.bytes) x.ws = DeviceBuffer(need);
-  // The flags come from ktune's pool (left zero); the partial slots may hold anything.
-  KT_CUDA(cudaMemset(x.ws.ptr, junk, need));
-  x.ops.workspace = x.ws.ptr;
-  x.ops.workspace_bytes = need;
-  x.D.upload();  // poison, guards included
-  const Status st = gemm(x.d, x.ops, nullptr, opt);
-  REQUIRE_MESSAGE(st.ok(), e.name << ": " << st.to_string());
-  backend::sync(nullptr);
-  return x.D.download();
-}
-
-}  // namespace
-
-KT_SK_CASE("stream-K: bit-identical run to run") {
+TEST_CASE("stream-K: bit-identical run to run") {
   DeviceInfo dev;
   backend::device_info(dev);
   const auto instances = sk_instances(dev);
@@ -163,37 +93,16 @@ KT_SK_CASE("stream-K: bit-identical run to run") {
     Rng rng(seed++);
     const int M = 2 * e->config.tile.m - 3, N = 2 * e->config.tile.n - 8, K = 4096;  // 4 tiles x 64+ k-tiles
     const RandomOperands op = random_operands(*e, M, N, K, rng);
-    SkDirect x;
-    x.d.m = M;
-    x.d.n = N;
-    x.d.k = K;
-    x.d.ab_type = e->config.operand();
-    x.d.a_layout = Layout::row;
-    x.d.b_layout = Layout::col;
-    x.d.compute = compute_for(e->config.math);
-    x.d.d_type = DType::bf16;
-    x.d.epilogue = bias_activation(Activation::relu);
-    x.D = poisoned(storage(DType::bf16, M, N, true));
-    x.D.upload();
-    x.bias = random_matrix(storage(DType::bf16, 1, N, true), rng);
-    x.ops.a = op.A.data();
-    x.ops.b = op.B.data();
-    x.ops.d = x.D.data();
-    x.ops.bias = x.bias.data();
-    const std::vector<double> ref = reference_epilogue(op.acc, M, N, x.d.epilogue, nullptr, &x.bias.vals, nullptr);
+    DirectRun x = direct_run(*e, op, DType::bf16, bias_activation(Activation::relu), rng);
     for (int ctas : {0, 3, 5}) {
-      const auto a = sk_run_image(x, *e, stream_k(ctas), 0x33);
-      const auto b = sk_run_image(x, *e, stream_k(ctas), 0xFF);
-      const auto c = sk_run_image(x, *e, stream_k(ctas), 0x00);
-      CHECK_MESSAGE(a == b, e->name << " @sk ctas " << ctas << ": differs run to run");
-      CHECK_MESSAGE(a == c, e->name << " @sk ctas " << ctas << ": differs run to run");
-      const Check ck = check_image(x.D.st, a, ref);
-      CHECK_MESSAGE(ck.ok(tolerance(e->config.math, DType::bf16)), e->name << " @sk ctas " << ctas << ": " << ck.summary());
+      // The flags come from ktune's pool (left zero); the partial slots hold garbage.
+      CHECK(e->workspace_size(resolved(x.d), stream_k_launch(ctas)) > 0);
+      check_same_bits(x, *e, {stream_k_launch(ctas), stream_k_launch(ctas), stream_k_launch(ctas)});
     }
   }
 }
 
-KT_SK_CASE("stream-K: refusals leave D and the workspace untouched") {
+TEST_CASE("stream-K: refusals leave D and the workspace untouched") {
   DeviceInfo dev;
   backend::device_info(dev);
   const auto instances = sk_instances(dev);
@@ -201,22 +110,10 @@ KT_SK_CASE("stream-K: refusals leave D and the workspace untouched") {
   const GemmKernelEntry* e = instances.front();
   Rng rng(12900);
   const RandomOperands op = random_operands(*e, 64, 136, 1024, rng);
-  GemmDesc d;
-  d.m = 64;
-  d.n = 136;
-  d.k = 1024;
-  d.ab_type = e->config.operand();
-  d.a_layout = Layout::row;
-  d.b_layout = Layout::col;
-  d.compute = compute_for(e->config.math);
-  d.d_type = DType::bf16;
-  Matrix D = poisoned(storage(DType::bf16, 64, 136, true));
-  D.upload();
-  GemmOperands ops;
-  ops.a = op.A.data();
-  ops.b = op.B.data();
-  ops.d = D.data();
-  GemmLaunchOptions lo = stream_k();
+  DirectRun direct = direct_run(*e, op, DType::bf16, EpilogueSpec{}, rng);
+  const GemmDesc& d = direct.d;
+  GemmOperands& ops = direct.ops;
+  GemmLaunchOptions lo = stream_k_launch();
   const std::size_t need = e->workspace_size(resolved(d), lo);
   REQUIRE(need > 0);
   DeviceBuffer ws(need + 4096);
@@ -225,16 +122,13 @@ KT_SK_CASE("stream-K: refusals leave D and the workspace untouched") {
   ops.workspace_bytes = need + 4096;
   auto untouched = [&](const char* what) {
     backend::sync(nullptr);
-    const auto img = D.download();
-    CHECK_MESSAGE(std::all_of(img.begin(), img.end(), [](unsigned char b) { return b == kPoison; }), what << ": D written");
-    std::vector<unsigned char> w(need + 4096);
-    backend::to_host(w.data(), ws.ptr, w.size());
-    CHECK_MESSAGE(std::all_of(w.begin(), w.end(), [](unsigned char b) { return b == 0x77; }), what << ": workspace written");
+    CHECK_MESSAGE(still_poisoned(direct.D), what << ": D written");
+    CHECK_MESSAGE(still_filled(ws, ws.bytes, 0x77), what << ": workspace written");
   };
   lo.cluster = 2;
   CHECK(e->launch(resolved(d), ops, lo, nullptr).code() == StatusCode::unsupported);
   untouched("cluster 2");
-  lo = stream_k();
+  lo = stream_k_launch();
   lo.split_k = 4;
   lo.split_mode = SplitKMode::parallel;
   CHECK(e->launch(resolved(d), ops, lo, nullptr).code() == StatusCode::invalid_argument);
@@ -243,10 +137,10 @@ KT_SK_CASE("stream-K: refusals leave D and the workspace untouched") {
   opt.launch = lo;
   CHECK(gemm(d, ops, nullptr, opt).code() == StatusCode::invalid_argument);
   untouched("with split_k");
-  lo = stream_k(100000);  // more CTAs than are resident: a CTA may wait for one that never starts
+  lo = stream_k_launch(100000);  // more CTAs than are resident: a CTA may wait for one that never starts
   CHECK(e->launch(resolved(d), ops, lo, nullptr).code() == StatusCode::unsupported);
   untouched("max_ctas above resident");
-  lo = stream_k();
+  lo = stream_k_launch();
   ops.workspace_bytes = need - 4;
   const Status st = e->launch(resolved(d), ops, lo, nullptr);
   CHECK(st.code() == StatusCode::invalid_argument);
@@ -255,21 +149,21 @@ KT_SK_CASE("stream-K: refusals leave D and the workspace untouched") {
   ops.workspace_bytes = need + 4096;
   for (const GemmKernelEntry* x : sk_instances(dev, true)) {  // 128 accumulators per thread: refused
     CAPTURE(x->name);
-    CHECK(check_launch_options(*x, stream_k()).code() == StatusCode::unsupported);
-    CHECK(x->launch(resolved(d), ops, stream_k(), nullptr).code() == StatusCode::unsupported);
+    CHECK(check_launch_options(*x, stream_k_launch()).code() == StatusCode::unsupported);
+    CHECK(x->launch(resolved(d), ops, stream_k_launch(), nullptr).code() == StatusCode::unsupported);
   }
   untouched("instances without stream-K");
   for (const auto& x : gemm_table().entries())  // an sm80 instance refuses it
     if (!is_wgmma(x.config.math) && !is_route(x) && x.config.operand() == d.ab_type && runs_on_device(x, dev).ok() &&
         can_implement(x, resolved(d), alignment_of(resolved(d), ops), &dev).ok()) {
-      CHECK(check_launch_options(x, stream_k()).code() == StatusCode::unsupported);
-      CHECK(x.launch(resolved(d), ops, stream_k(), nullptr).code() == StatusCode::unsupported);
+      CHECK(check_launch_options(x, stream_k_launch()).code() == StatusCode::unsupported);
+      CHECK(x.launch(resolved(d), ops, stream_k_launch(), nullptr).code() == StatusCode::unsupported);
       untouched("sm80 instance");
       break;
     }
 }
 
-KT_SK_CASE("stream-K: the variants launch_variants proposes run correctly") {
+TEST_CASE("stream-K: the variants launch_variants proposes run correctly") {
   DeviceInfo dev;
   backend::device_info(dev);
   const auto instances = sk_instances(dev);
@@ -279,13 +173,7 @@ KT_SK_CASE("stream-K: the variants launch_variants proposes run correctly") {
   for (const GemmKernelEntry* e : instances) {
     for (auto [m, n, k] : {std::tuple{128, 4096, 1024}, std::tuple{1000, 1000, 512}}) {
       Rng rng(seed++);
-      GemmDesc d;
-      d.m = m;
-      d.n = n;
-      d.k = k;
-      d.ab_type = e->config.operand();
-      d.a_layout = Layout::row;
-      d.b_layout = Layout::col;
+      GemmDesc d = ktune::test::problem_for(e->config, m, n, k);
       d.compute = compute_for(e->config.math);
       for (const GemmLaunchOptions& lo : launch_variants(*e, resolved(d), dev)) {
         if (!lo.stream_k) continue;
@@ -308,7 +196,7 @@ KT_SK_CASE("stream-K: the variants launch_variants proposes run correctly") {
 
 // The small case gpu-requests/streamk.sh runs under compute-sanitizer (racecheck, synccheck): one
 // cooperative and one ping-pong bf16 instance, a tile cut between CTAs and data-parallel waves.
-KT_SK_CASE("stream-K: sanitizer target") {
+TEST_CASE("stream-K: sanitizer target") {
   DeviceInfo dev;
   backend::device_info(dev);
   const auto instances = sk_instances(dev);
@@ -321,7 +209,7 @@ KT_SK_CASE("stream-K: sanitizer target") {
       OutputCase oc;
       oc.d_type = DType::bf16;
       oc.epilogue = bias_activation(Activation::relu);
-      const RunResult r = run_checked(op.A, op.B, op.acc, e->config.math, oc, e->name.data(), rng, nullptr, stream_k(ctas));
+      const RunResult r = run_checked(op.A, op.B, op.acc, e->config.math, oc, e->name.data(), rng, nullptr, stream_k_launch(ctas));
       CHECK_MESSAGE(r.status.ok(), r.status.to_string());
       if (r.status.ok()) CHECK_MESSAGE(r.check.ok(tolerance(e->config.math, DType::bf16)), e->name << ": " << r.check.summary());
     }

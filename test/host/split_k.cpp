@@ -14,6 +14,7 @@
 #include "ktune/gemm/tactics.hpp"
 
 using namespace ktune;
+using ktune::test::cluster_split_launch;
 
 namespace {
 
@@ -140,11 +141,7 @@ TEST_CASE("registered instances: split-K exactly on the sm80 mma.sync ones, work
     CAPTURE(e.name);
     CHECK((e.workspace_size != nullptr) == supports_split_k(e.config));
     if (e.workspace_size == nullptr) continue;
-    GemmDesc d = problem(16, 4096, 4096);
-    d.ab_type = e.config.operand();
-    d.a_layout = e.config.a_layout;
-    d.b_layout = e.config.b_layout;
-    d = resolved(d);
+    const GemmDesc d = resolved(ktune::test::problem_for(e.config, 16, 4096, 4096));
     GemmOptions opt;
     opt.instance = e.name.data();
     CHECK(gemm_workspace_size(d, opt) == 0);  // no split, no workspace
@@ -159,14 +156,6 @@ TEST_CASE("registered instances: split-K exactly on the sm80 mma.sync ones, work
 }
 
 namespace {
-
-GemmLaunchOptions cluster_split(int s, int cl) {
-  GemmLaunchOptions o;
-  o.split_k = s;
-  o.split_mode = SplitKMode::cluster;
-  o.split_cluster = cl;
-  return o;
-}
 
 // A small-M instance (families::Sm80MmaF16SmallM: 32x64x128 tiles of 16x32 warps, bf16 'tn').
 GemmKernelEntry fake_small_m() {
@@ -186,11 +175,11 @@ TEST_CASE("cluster split-K: options, names, layout and proposals") {
   REQUIRE(supports_cluster_split_k(small.config));
   CHECK_FALSE(supports_cluster_split_k(big.config));  // 64-row tiles
   for (auto [s, cl] : {std::pair{2, 2}, std::pair{3, 3}, std::pair{64, 8}, std::pair{48, 16}, std::pair{256, 16}})
-    CHECK(check_launch_options(small, cluster_split(s, cl)).ok());
-  CHECK(check_launch_options(big, cluster_split(8, 4)).code() == StatusCode::unsupported);
+    CHECK(check_launch_options(small, cluster_split_launch(s, cl)).ok());
+  CHECK(check_launch_options(big, cluster_split_launch(8, 4)).code() == StatusCode::unsupported);
   // Cluster sizes outside [2, 16] or not dividing split_k; a cluster size without cluster mode.
   for (auto [s, cl] : {std::pair{12, 8}, std::pair{8, 1}, std::pair{32, 32}, std::pair{8, 0}, std::pair{13, 2}})
-    CHECK(check_launch_options(small, cluster_split(s, cl)).code() == StatusCode::invalid_argument);
+    CHECK(check_launch_options(small, cluster_split_launch(s, cl)).code() == StatusCode::invalid_argument);
   GemmLaunchOptions stray;
   stray.split_k = 8;
   stray.split_mode = SplitKMode::parallel;
@@ -201,8 +190,8 @@ TEST_CASE("cluster split-K: options, names, layout and proposals") {
   CHECK(check_launch_options(small, stray).code() == StatusCode::invalid_argument);
 
   // Names: split<N>c<C>, and back.
-  CHECK(tactic_name("inst", cluster_split(64, 8)) == "inst@split64c8");
-  CHECK(tactic_name("inst", cluster_split(6, 3)) == "inst@split6c3");
+  CHECK(tactic_name("inst", cluster_split_launch(64, 8)) == "inst@split64c8");
+  CHECK(tactic_name("inst", cluster_split_launch(6, 3)) == "inst@split6c3");
   for (const char* name : {"split64c8", "split16c16", "split6c3", "split64c8@rg16"}) {
     GemmLaunchOptions o;
     std::string why;
@@ -215,8 +204,8 @@ TEST_CASE("cluster split-K: options, names, layout and proposals") {
     std::string why;
     CHECK_FALSE_MESSAGE(parse_launch_suffix(name, o, why), name);
   }
-  CHECK_FALSE(same_launch(cluster_split(64, 8), cluster_split(64, 4)));
-  CHECK(same_launch(cluster_split(64, 8), cluster_split(64, 8)));
+  CHECK_FALSE(same_launch(cluster_split_launch(64, 8), cluster_split_launch(64, 4)));
+  CHECK(same_launch(cluster_split_launch(64, 8), cluster_split_launch(64, 8)));
 
   // Layout: one cluster per tile needs nothing; several: a counter per (tile, rank), a partial per cluster.
   CHECK(split_k_layout(64, 64, 32, 64, 8, SplitKMode::cluster, 8).total_bytes == 0);
@@ -289,35 +278,31 @@ TEST_CASE("registered instances: cluster split-K on the sm80 tiles of at most 32
     CAPTURE(e.name);
     const int limit = cluster_split_k_limit(e.config);
     if (limit <= 1) {
-      CHECK(check_launch_options(e, cluster_split(2, 2)).code() == StatusCode::unsupported);
+      CHECK(check_launch_options(e, cluster_split_launch(2, 2)).code() == StatusCode::unsupported);
       continue;
     }
-    GemmDesc d = problem(64, 64, 65536);
-    d.ab_type = e.config.operand();
-    d.a_layout = e.config.a_layout;
-    d.b_layout = e.config.b_layout;
-    d = resolved(d);
+    const GemmDesc d = resolved(ktune::test::problem_for(e.config, 64, 64, 65536));
     GemmOptions opt;
     opt.instance = e.name.data();
     if (is_wgmma(e.config.math)) {  // one cluster per tile, up to what rank 0's ring holds (2..8)
       CHECK(e.config.warp.m * e.config.warp.n <= 64 * 128);
       CHECK(e.config.schedule == WgSchedule::cooperative);
       CHECK(limit <= 8);
-      CHECK(check_launch_options(e, cluster_split(limit, limit)).ok());
-      CHECK(check_launch_options(e, cluster_split(2 * limit, limit)).code() == StatusCode::unsupported);
-      if (limit < 8) CHECK(check_launch_options(e, cluster_split(limit + 1, limit + 1)).code() == StatusCode::unsupported);
-      opt.launch = cluster_split(2, 2);
+      CHECK(check_launch_options(e, cluster_split_launch(limit, limit)).ok());
+      CHECK(check_launch_options(e, cluster_split_launch(2 * limit, limit)).code() == StatusCode::unsupported);
+      if (limit < 8) CHECK(check_launch_options(e, cluster_split_launch(limit + 1, limit + 1)).code() == StatusCode::unsupported);
+      opt.launch = cluster_split_launch(2, 2);
       CHECK(gemm_workspace_size(d, opt) == 0);
       continue;
     }
     ++n80;
     CHECK(limit == 16);
     CHECK((e.family == "sm80_mma_f16_small_m" || e.family == "sm80_mma_f16_small_m32"));
-    CHECK(check_launch_options(e, cluster_split(16, 8)).ok());
-    opt.launch = cluster_split(64, 8);
+    CHECK(check_launch_options(e, cluster_split_launch(16, 8)).ok());
+    opt.launch = cluster_split_launch(64, 8);
     CHECK(gemm_workspace_size(d, opt) == split_k_layout(e.config, d, opt.launch).total_bytes);
     CHECK(gemm_workspace_size(d, opt) > 0);
-    opt.launch = cluster_split(8, 8);
+    opt.launch = cluster_split_launch(8, 8);
     CHECK(gemm_workspace_size(d, opt) == 0);
   }
   CHECK(n80 == 16);
