@@ -1,4 +1,5 @@
-// test/conv_problem.hpp — a Conv2dDesc from its sizes in one call, for the host and GPU conv tests.
+// test/conv_problem.hpp — a Conv2dDesc from its sizes in one call, and a named one for test tables, for the
+// host and GPU conv tests.
 #pragma once
 #include <cstdint>
 
@@ -26,5 +27,11 @@ inline Conv2dDesc conv_problem(std::int64_t n, std::int64_t h, std::int64_t w, s
   d.dil_w = dil_w;
   return d;
 }
+
+// A problem of a test table, with what it exercises.
+struct NamedConvProblem {
+  const char* what;
+  Conv2dDesc d;
+};
 
 }  // namespace ktune::test

@@ -18,35 +18,39 @@ using namespace ktconv;
 
 namespace {
 
-template <class... A>
-Conv2dDesc stem_desc(A... a) {
-  return ktune::test::conv_problem(a...);
+using ktune::test::conv_problem;
+using ktune::test::NamedConvProblem;
+
+// The ResNet-50 stem's filter (7x7, stride 2, pad 3, K = 64) on n images of h x w with c channels.
+Conv2dDesc resnet_stem(int n, int h, int w, int c) { return conv_problem(n, h, w, c, 64, 7, 7, 3, 3, 2, 2); }
+
+// Problem d for stem instance e: its channels and operand type.
+Conv2dDesc for_instance(Conv2dDesc d, const ConvKernelEntry& e) {
+  d.c = e.config.channels;
+  d.type = e.config.operand();
+  return d;
 }
 
-struct StemProblem {
-  const char* what;
-  Conv2dDesc d;  // C is set per instance
-};
-
-// (N, H, W, C, K, R, S, pad_h, pad_w, stride_h, stride_w = 2, dil_h, dil_w = 1)
-const std::vector<StemProblem>& stem_problems() {
-  static const std::vector<StemProblem> v = {
-      {"7x7/2 pad 3, odd 17x23, K=64", stem_desc(2, 17, 23, 4, 64, 7, 7, 3, 3, 2, 2)},
-      {"7x7/2 pad 3, 40x50: 2 tiles per image, rows spanned from column 6", stem_desc(3, 40, 50, 4, 64, 7, 7, 3, 3, 2, 2)},
-      {"7x7/2 pad 3, K=13 (odd, partial epilogue)", stem_desc(2, 17, 19, 4, 13, 7, 7, 3, 3, 2, 2)},
-      {"7x7/2 pad 3, K=40", stem_desc(1, 21, 21, 4, 40, 7, 7, 3, 3, 2, 2)},
-      {"3x3/2 pad 1, K=64", stem_desc(2, 15, 16, 4, 64, 3, 3, 1, 1, 2, 2)},
-      {"5x5 stride 1x2, no padding", stem_desc(2, 13, 18, 4, 64, 5, 5, 0, 0, 1, 2)},
-      {"8x8/2 pad 0/3 (S = 8: no masked tap)", stem_desc(2, 16, 22, 4, 64, 8, 8, 0, 3, 2, 2)},
-      {"1x1 stride 3x2", stem_desc(2, 11, 12, 4, 24, 1, 1, 0, 0, 3, 2)},
-      {"2x7, pad 1/5, stride 2, dilation 3 in H", stem_desc(2, 19, 17, 4, 64, 2, 7, 1, 5, 2, 2, 3, 1)},
-      {"image 3x3 smaller than the 7x7 filter", stem_desc(2, 3, 3, 4, 64, 7, 7, 3, 3, 2, 2)},
-      {"64x64 image: a tile is 8 whole output rows", stem_desc(2, 64, 64, 4, 64, 7, 7, 3, 3, 2, 2)},
-      {"300 tiny images: more tiles than resident CTAs", stem_desc(300, 8, 8, 4, 64, 7, 7, 3, 3, 2, 2)},
-      {"6x7 filter, asymmetric pad 2/1, stride 3", stem_desc(2, 23, 21, 4, 64, 6, 7, 2, 1, 3, 2)},
+// (C is set per instance.) conv_problem's arguments: N, H, W, C, K, R, S, pad_h, pad_w, stride_h,
+// stride_w, dil_h, dil_w.
+const std::vector<NamedConvProblem>& stem_problems() {
+  static const std::vector<NamedConvProblem> v = {
+      {"7x7/2 pad 3, odd 17x23, K=64", resnet_stem(2, 17, 23, 4)},
+      {"7x7/2 pad 3, 40x50: 2 tiles per image, rows spanned from column 6", resnet_stem(3, 40, 50, 4)},
+      {"7x7/2 pad 3, K=13 (odd, partial epilogue)", conv_problem(2, 17, 19, 4, 13, 7, 7, 3, 3, 2, 2)},
+      {"7x7/2 pad 3, K=40", conv_problem(1, 21, 21, 4, 40, 7, 7, 3, 3, 2, 2)},
+      {"3x3/2 pad 1, K=64", conv_problem(2, 15, 16, 4, 64, 3, 3, 1, 1, 2, 2)},
+      {"5x5 stride 1x2, no padding", conv_problem(2, 13, 18, 4, 64, 5, 5, 0, 0, 1, 2)},
+      {"8x8/2 pad 0/3 (S = 8: no masked tap)", conv_problem(2, 16, 22, 4, 64, 8, 8, 0, 3, 2, 2)},
+      {"1x1 stride 3x2", conv_problem(2, 11, 12, 4, 24, 1, 1, 0, 0, 3, 2)},
+      {"2x7, pad 1/5, stride 2, dilation 3 in H", conv_problem(2, 19, 17, 4, 64, 2, 7, 1, 5, 2, 2, 3, 1)},
+      {"image 3x3 smaller than the 7x7 filter", resnet_stem(2, 3, 3, 4)},
+      {"64x64 image: a tile is 8 whole output rows", resnet_stem(2, 64, 64, 4)},
+      {"300 tiny images: more tiles than resident CTAs", resnet_stem(300, 8, 8, 4)},
+      {"6x7 filter, asymmetric pad 2/1, stride 3", conv_problem(2, 23, 21, 4, 64, 6, 7, 2, 1, 3, 2)},
       // W a multiple of 8 (C = 3: 16-byte image rows: per-thread raw segments, two row buffers)
-      {"7x7/2 pad 3, 41x48: 3 tiles per image, W % 8 = 0", stem_desc(3, 41, 48, 4, 64, 7, 7, 3, 3, 2, 2)},
-      {"5x5 stride 3x2 pad 2, 30x40, K=48, W % 8 = 0", stem_desc(2, 30, 40, 4, 48, 5, 5, 2, 2, 3, 2)},
+      {"7x7/2 pad 3, 41x48: 3 tiles per image, W % 8 = 0", resnet_stem(3, 41, 48, 4)},
+      {"5x5 stride 3x2 pad 2, 30x40, K=48, W % 8 = 0", conv_problem(2, 30, 40, 4, 48, 5, 5, 2, 2, 3, 2)},
   };
   return v;
 }
@@ -102,11 +106,17 @@ TEST_CASE("conv stem: every stem instance on small stems vs float64, every epilo
   const auto eps = stem_epilogues();
   const DType outs[] = {DType::f16, DType::bf16, DType::f32};
   std::uint64_t seed = 7000;
+  auto check_run = [&](const ConvKernelEntry& e, const ConvCase& c, const char* what, const EpilogueSpec& ep, DType out) {
+    const Check chk = run_and_check(c, ep, out, e.name.data(), seed++);
+    Conv2dDesc shown = c.d;
+    shown.out_type = out;
+    shown.epilogue = ep;
+    INFO(e.name << " on " << what << ": " << describe(shown) << ": " << chk.summary());
+    CHECK(chk.ok(tolerance(out)));
+  };
   for (const ConvKernelEntry* e : stems) {
-    for (const StemProblem& p : stem_problems()) {
-      Conv2dDesc d = p.d;
-      d.c = e->config.channels;
-      d.type = e->config.operand();
+    for (const NamedConvProblem& p : stem_problems()) {
+      const Conv2dDesc d = for_instance(p.d, *e);
       const ConvCase c(d, seed++);
       Conv2dOperands o;
       o.x = c.x.data();
@@ -115,36 +125,13 @@ TEST_CASE("conv stem: every stem instance on small stems vs float64, every epilo
       INFO(e->name << " on " << p.what << ": " << can.to_string());
       REQUIRE(can.ok());
       // bias + ReLU in every output type, then the other epilogues in turn
-      for (DType out : outs) {
-        const Check chk = run_and_check(c, eps[0], out, e->name.data(), seed++);
-        Conv2dDesc shown = d;
-        shown.out_type = out;
-        shown.epilogue = eps[0];
-        INFO(e->name << " on " << p.what << ": " << describe(shown) << ": " << chk.summary());
-        CHECK(chk.ok(tolerance(out)));
-      }
-      const EpilogueSpec& ep = eps[1 + seed % (eps.size() - 1)];
-      const DType out = outs[seed % 3];
-      const Check chk = run_and_check(c, ep, out, e->name.data(), seed++);
-      Conv2dDesc shown = d;
-      shown.out_type = out;
-      shown.epilogue = ep;
-      INFO(e->name << " on " << p.what << ": " << describe(shown) << ": " << chk.summary());
-      CHECK(chk.ok(tolerance(out)));
+      for (DType out : outs) check_run(*e, c, p.what, eps[0], out);
+      check_run(*e, c, p.what, eps[1 + seed % (eps.size() - 1)], outs[seed % 3]);
     }
     // Every epilogue x output type on one stem shape per instance.
-    Conv2dDesc d = stem_desc(2, 17, 23, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
-    d.type = e->config.operand();
-    const ConvCase c(d, seed++);
+    const ConvCase c(for_instance(resnet_stem(2, 17, 23, 4), *e), seed++);
     for (const EpilogueSpec& ep : eps)
-      for (DType out : outs) {
-        const Check chk = run_and_check(c, ep, out, e->name.data(), seed++);
-        Conv2dDesc shown = d;
-        shown.out_type = out;
-        shown.epilogue = ep;
-        INFO(e->name << ": " << describe(shown) << ": " << chk.summary());
-        CHECK(chk.ok(tolerance(out)));
-      }
+      for (DType out : outs) check_run(*e, c, "the 17x23 stem", ep, out);
   }
 }
 
@@ -152,10 +139,10 @@ TEST_CASE("conv stem: x at every 2-byte offset from 16-byte alignment (C < 4: ra
   for (const ConvKernelEntry* e : stem_instances()) {
     if (e->config.channels == 4) continue;  // C = 4 needs 8-byte aligned x (a reason, tested below)
     for (std::int64_t off : {1, 2, 3, 5, 7}) {
-      for (const Conv2dDesc& base : {stem_desc(2, 17, 23, e->config.channels, 64, 7, 7, 3, 3, 2, 2),
-                                     stem_desc(3, 40, 50, e->config.channels, 64, 7, 7, 3, 3, 2, 2),
-                                     stem_desc(2, 25, 48, e->config.channels, 64, 7, 7, 3, 3, 2, 2),
-                                     stem_desc(2, 5, 1, e->config.channels, 64, 3, 3, 1, 1, 1, 2)}) {
+      for (const Conv2dDesc& base : {resnet_stem(2, 17, 23, e->config.channels),
+                                     resnet_stem(3, 40, 50, e->config.channels),
+                                     resnet_stem(2, 25, 48, e->config.channels),
+                                     conv_problem(2, 5, 1, e->config.channels, 64, 3, 3, 1, 1, 1, 2)}) {
         Conv2dDesc d = base;
         d.type = e->config.operand();
         const ConvCase c(d, 50 + off, off);
@@ -169,7 +156,7 @@ TEST_CASE("conv stem: x at every 2-byte offset from 16-byte alignment (C < 4: ra
 
 TEST_CASE("conv stem: residual aliasing y, and y not 16-byte aligned") {
   for (const ConvKernelEntry* e : stem_instances()) {
-    Conv2dDesc d = stem_desc(2, 17, 23, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
+    Conv2dDesc d = resnet_stem(2, 17, 23, e->config.channels);
     d.type = e->config.operand();
     const ConvCase c(d, 31);
     EpilogueSpec ep = bias_activation(Activation::relu);
@@ -180,7 +167,7 @@ TEST_CASE("conv stem: residual aliasing y, and y not 16-byte aligned") {
   }
   // y 2 bytes past 16-byte alignment: the general store path with scalar stores.
   for (const ConvKernelEntry* e : stem_instances()) {
-    Conv2dDesc d = stem_desc(2, 17, 23, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
+    Conv2dDesc d = resnet_stem(2, 17, 23, e->config.channels);
     d.type = d.out_type = e->config.operand();
     d.epilogue = bias_activation(Activation::relu);
     const ConvCase c(d, 41);
@@ -202,7 +189,7 @@ TEST_CASE("conv stem: residual aliasing y, and y not 16-byte aligned") {
 TEST_CASE("conv stem: a non-finite input pixel reaches only the outputs whose window covers it") {
   for (const ConvKernelEntry* e : stem_instances()) {
     const int ch = e->config.channels;
-    for (const Conv2dDesc& base : {stem_desc(1, 17, 23, ch, 64, 7, 7, 3, 3, 2, 2), stem_desc(1, 15, 21, ch, 64, 5, 5, 2, 2, 2, 2)}) {
+    for (const Conv2dDesc& base : {resnet_stem(1, 17, 23, ch), conv_problem(1, 15, 21, ch, 64, 5, 5, 2, 2, 2, 2)}) {
       Conv2dDesc d = base;
       d.type = d.out_type = e->config.operand();
       d.epilogue = bias_activation(Activation::relu);
@@ -253,13 +240,13 @@ TEST_CASE("conv stem: a non-finite input pixel reaches only the outputs whose wi
 // problem through the general one.
 TEST_CASE("conv stem: multi-lap grid, fast and general epilogues (sanitizer workload)") {
   for (const ConvKernelEntry* e : stem_instances()) {
-    Conv2dDesc d = stem_desc(300, 8, 8, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
+    Conv2dDesc d = resnet_stem(300, 8, 8, e->config.channels);
     d.type = e->config.operand();
     const ConvCase c(d, 80);
     Check chk = run_and_check(c, bias_activation(Activation::relu), d.type, e->name.data(), 81);
     INFO(e->name << " " << describe(d) << ": " << chk.summary());
     CHECK(chk.ok(tolerance(d.type)));
-    Conv2dDesc d2 = stem_desc(3, 40, 50, e->config.channels, 64, 7, 7, 3, 3, 2, 2);
+    Conv2dDesc d2 = resnet_stem(3, 40, 50, e->config.channels);
     d2.type = e->config.operand();
     const ConvCase c2(d2, 82);
     EpilogueSpec ep = bias_activation(Activation::silu);
@@ -281,23 +268,23 @@ TEST_CASE("conv stem: what a stem instance cannot run, and why") {
       return can_implement(*e, d, alignment_of(d, o), &stem_device());
     };
     CAPTURE(e->name);
-    CHECK(why(stem_desc(2, 17, 23, ch, 64, 7, 7, 3, 3, 2, 2)).ok());
-    Status s = why(stem_desc(2, 17, 23, ch + 1, 64, 7, 7, 3, 3, 2, 2));
+    CHECK(why(resnet_stem(2, 17, 23, ch)).ok());
+    Status s = why(conv_problem(2, 17, 23, ch + 1, 64, 7, 7, 3, 3, 2, 2));
     CHECK(s.code() == StatusCode::unsupported);
     CHECK(s.message().find("specialized for C = " + std::to_string(ch)) != std::string::npos);
-    s = why(stem_desc(2, 17, 23, ch, 64, 7, 7, 3, 3, 2, 1));
+    s = why(conv_problem(2, 17, 23, ch, 64, 7, 7, 3, 3, 2, 1));
     CHECK(s.message().find("stride_w = 2") != std::string::npos);
-    s = why(stem_desc(2, 17, 23, ch, 64, 7, 7, 3, 3, 2, 2, 1, 2));
+    s = why(conv_problem(2, 17, 23, ch, 64, 7, 7, 3, 3, 2, 2, 1, 2));
     CHECK(s.message().find("dil_w = 1") != std::string::npos);
-    s = why(stem_desc(2, 17, 23, ch, 64, 9, 7, 3, 3, 2, 2));
+    s = why(conv_problem(2, 17, 23, ch, 64, 9, 7, 3, 3, 2, 2));
     CHECK(s.message().find("filters up to 8x8") != std::string::npos);
-    s = why(stem_desc(2, 17, 23, ch, 65, 7, 7, 3, 3, 2, 2));
+    s = why(conv_problem(2, 17, 23, ch, 65, 7, 7, 3, 3, 2, 2));
     CHECK(s.message().find("up to 64 output channels") != std::string::npos);
-    s = why(stem_desc(1, 8, 40000, ch, 64, 7, 7, 3, 3, 2, 2));  // rows of 20000 output pixels do not fit
+    s = why(conv_problem(1, 8, 40000, ch, 64, 7, 7, 3, 3, 2, 2));  // rows of 20000 output pixels do not fit
     CHECK(s.code() == StatusCode::unsupported);
     CHECK(s.message().find("shared memory") != std::string::npos);
     if (ch == 4) {  // 8-byte pixel copies: x must be 8-byte aligned
-      s = why(stem_desc(2, 17, 23, ch, 64, 7, 7, 3, 3, 2, 2), 1);
+      s = why(resnet_stem(2, 17, 23, ch), 1);
       CHECK(s.code() == StatusCode::misaligned);
     }
   }
@@ -305,7 +292,7 @@ TEST_CASE("conv stem: what a stem instance cannot run, and why") {
 
 TEST_CASE("conv stem: the ResNet-50 stem at N = 32 (C = 4 and 3) matches the few-channels instances") {
   for (int ch : {4, 3}) {
-    Conv2dDesc d = stem_desc(32, 224, 224, ch, 64, 7, 7, 3, 3, 2, 2);
+    Conv2dDesc d = resnet_stem(32, 224, 224, ch);
     d.epilogue = bias_activation(Activation::relu);
     const ConvShape s = conv_shape(d);
     Rng rng(900 + ch);
@@ -336,7 +323,7 @@ TEST_CASE("conv stem: the ResNet-50 stem at N = 32 (C = 4 and 3) matches the few
 
 TEST_CASE("conv stem: the heuristic picks the stem for the ResNet-50 first layer") {
   for (int ch : {4, 3}) {
-    Conv2dDesc d = stem_desc(32, 224, 224, ch, 64, 7, 7, 3, 3, 2, 2);
+    Conv2dDesc d = resnet_stem(32, 224, 224, ch);
     d.epilogue = bias_activation(Activation::relu);
     Conv2dOperands o;
     o.x = reinterpret_cast<const void*>(std::uintptr_t{4096});

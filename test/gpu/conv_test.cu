@@ -25,10 +25,7 @@ Conv2dDesc P(A... a) {
   return ktune::test::conv_problem(a...);
 }
 
-struct Named {
-  const char* what;
-  Conv2dDesc d;
-};
+using Named = ktune::test::NamedConvProblem;
 
 // Small problems; each instance runs every one its iterator accepts.
 const std::vector<Named>& problems() {
@@ -104,6 +101,53 @@ bool accepts(const ConvKernelEntry& e, const Conv2dDesc& d, const ConvCase& c) {
   o.x = c.x.data();
   o.w = c.w.data();
   return can_implement(e, d, alignment_of(d, o), &this_device()).ok();
+}
+
+// An instance and the launches of it a test runs.
+struct InstanceLaunches {
+  const ConvKernelEntry* entry;
+  std::vector<ConvLaunchOptions> launches;
+};
+
+// Every operand type (f16, bf16) × problem × instance (of that type, accepting the problem) × its launches,
+// against float64 with poisoned y and guard bands: the epilogue and y's type rotate over `eps` and
+// f16/bf16/f32 with the run count. With `bias_relu_too` each launch runs once more with bias + ReLU into
+// the operand type (the fragment epilogue and the TMA store on the Hopper routes). Each (type, problem)
+// draws its tensors from seed++. Returns the number of (rotating) runs, and of those with cluster_k > 1.
+struct RotatingRuns {
+  int all = 0, cluster_k = 0;
+};
+RotatingRuns check_rotating(const std::vector<Named>& problems, const std::vector<InstanceLaunches>& table,
+                   const std::vector<EpilogueSpec>& eps, std::uint64_t seed, bool bias_relu_too) {
+  const DType outs[] = {DType::f16, DType::bf16, DType::f32};
+  RotatingRuns count;
+  int& runs = count.all;
+  for (DType t : {DType::f16, DType::bf16})
+    for (const Named& p : problems) {
+      Conv2dDesc d = p.d;
+      d.type = t;
+      const ConvCase c(d, seed++);
+      for (const auto& [entry, launches] : table) {
+        if (entry->config.operand() != t || !accepts(*entry, d, c)) continue;
+        for (const ConvLaunchOptions& lo : launches) {
+          const EpilogueSpec& ep = eps[(seed + runs) % eps.size()];
+          const DType out = outs[(seed + 2 * runs) % 3];
+          ++runs;
+          count.cluster_k += lo.cluster_k > 1;
+          const Check chk = run_and_check(c, ep, out, entry->name.data(), seed * 100 + runs, nullptr, false, lo);
+          Conv2dDesc shown = d;
+          shown.epilogue = ep;
+          shown.out_type = out;
+          INFO(conv_tactic_name(entry->name, lo) << " on " << p.what << ": " << describe(shown) << ": " << chk.summary());
+          CHECK(chk.ok(tolerance(out)));
+          if (!bias_relu_too) continue;
+          const Check fast = run_and_check(c, bias_activation(Activation::relu), t, entry->name.data(), seed * 100 + runs + 50, nullptr, false, lo);
+          INFO(conv_tactic_name(entry->name, lo) << " bias+relu on " << p.what << ": " << fast.summary());
+          CHECK(fast.ok(tolerance(t)));
+        }
+      }
+    }
+  return count;
 }
 
 }  // namespace
@@ -299,53 +343,29 @@ TEST_CASE("conv2d: split-K on the Hopper routes, every split count and mode vs f
   e.clamp_hi = 0.25f;
   eps.push_back(e);
   eps.push_back(EpilogueSpec{});
-  const DType outs[] = {DType::f16, DType::bf16, DType::f32};
-  std::uint64_t seed = 7000;
-  int runs = 0, cluster_runs = 0;
-  for (DType t : {DType::f16, DType::bf16})
-    for (const Named& p : split_problems) {
-      Conv2dDesc d = p.d;
-      d.type = t;
-      const ConvCase c(d, seed++);
-      for (const ConvKernelEntry* entry : split_capable) {
-        if (entry->config.operand() != t || !accepts(*entry, d, c)) continue;
-        for (int splits : {2, 3, 5, 8, 13, 37})
-          for (SplitKMode mode : {SplitKMode::parallel, SplitKMode::serial}) {
-            if (mode == SplitKMode::serial && !supports_serial_split_k(entry->config.gemm)) continue;
-            ConvLaunchOptions lo;
-            lo.split_k = splits;
-            lo.split_mode = mode;
-            const EpilogueSpec& ep = eps[(seed + runs) % eps.size()];
-            const DType out = outs[(seed + 2 * runs) % 3];
-            ++runs;
-            Status st;
-            const Check chk = run_and_check(c, ep, out, entry->name.data(), seed * 100 + runs, &st, false, lo);
-            Conv2dDesc shown = d;
-            shown.epilogue = ep;
-            shown.out_type = out;
-            INFO(conv_tactic_name(entry->name, lo) << " on " << p.what << ": " << describe(shown) << ": " << chk.summary());
-            CHECK(chk.ok(tolerance(out)));
-          }
-        // Cluster split-K (tma_im2col): every cluster size the instance takes.
-        for (int ck = 2; ck <= conv_cluster_k_limit(entry->config); ++ck) {
-          ConvLaunchOptions lo;
-          lo.cluster_k = ck;
-          const EpilogueSpec& ep = eps[(seed + runs) % eps.size()];
-          const DType out = outs[(seed + 2 * runs) % 3];
-          ++runs;
-          ++cluster_runs;
-          const Check chk = run_and_check(c, ep, out, entry->name.data(), seed * 100 + runs, nullptr, false, lo);
-          Conv2dDesc shown = d;
-          shown.epilogue = ep;
-          shown.out_type = out;
-          INFO(conv_tactic_name(entry->name, lo) << " on " << p.what << ": " << describe(shown) << ": " << chk.summary());
-          CHECK(chk.ok(tolerance(out)));
-        }
+  // Every split count × parallel and (where the instance has it) serial mode, then cluster split-K
+  // (tma_im2col): every cluster size the instance takes.
+  std::vector<InstanceLaunches> table;
+  for (const ConvKernelEntry* entry : split_capable) {
+    InstanceLaunches& row = table.emplace_back(InstanceLaunches{entry, {}});
+    for (int splits : {2, 3, 5, 8, 13, 37})
+      for (SplitKMode mode : {SplitKMode::parallel, SplitKMode::serial}) {
+        if (mode == SplitKMode::serial && !supports_serial_split_k(entry->config.gemm)) continue;
+        ConvLaunchOptions lo;
+        lo.split_k = splits;
+        lo.split_mode = mode;
+        row.launches.push_back(lo);
       }
+    for (int ck = 2; ck <= conv_cluster_k_limit(entry->config); ++ck) {
+      ConvLaunchOptions lo;
+      lo.cluster_k = ck;
+      row.launches.push_back(lo);
     }
-  MESSAGE(runs << " split-K runs, " << cluster_runs << " of them cluster split-K");
-  CHECK(cluster_runs > 0);
-  CHECK(runs > 0);
+  }
+  const RotatingRuns runs = check_rotating(split_problems, table, eps, 7000, false);
+  MESSAGE(runs.all << " split-K runs, " << runs.cluster_k << " of them cluster split-K");
+  CHECK(runs.cluster_k > 0);
+  CHECK(runs.all > 0);
 
   // Serial and parallel mode add the same partials in the same order: the same bits, and residual
   // aliasing y (the in-place shortcut) works in both.
@@ -489,34 +509,11 @@ TEST_CASE("conv2d: multicast pairs on the Hopper routes vs float64") {
       {"7x7 map 3x3, C=512 (72 k-tiles), K=200", P(1, 7, 7, 512, 200, 3, 3, 1, 1)},
       {"3x3 stride 2, C=16, K=24, 5 images (odd tile rows)", P(5, 11, 10, 16, 24, 3, 3, 1, 1, 2, 2)},
   };
-  const std::vector<EpilogueSpec> eps = epilogues();
-  const DType outs[] = {DType::f16, DType::bf16, DType::f32};
-  std::uint64_t seed = 7300;
-  int runs = 0;
-  for (DType t : {DType::f16, DType::bf16})
-    for (const Named& p : mc_problems) {
-      Conv2dDesc d = p.d;
-      d.type = t;
-      const ConvCase c(d, seed++);
-      for (const ConvKernelEntry* entry : hopper) {
-        if (entry->config.operand() != t || !accepts(*entry, d, c)) continue;
-        ConvLaunchOptions lo;
-        lo.multicast = 2;
-        const EpilogueSpec& ep = eps[(seed + runs) % eps.size()];
-        const DType out = outs[(seed + 2 * runs) % 3];
-        ++runs;
-        const Check chk = run_and_check(c, ep, out, entry->name.data(), seed * 100 + runs, nullptr, false, lo);
-        Conv2dDesc shown = d;
-        shown.epilogue = ep;
-        shown.out_type = out;
-        INFO(conv_tactic_name(entry->name, lo) << " on " << p.what << ": " << describe(shown) << ": " << chk.summary());
-        CHECK(chk.ok(tolerance(out)));
-        // bias + ReLU in f16/bf16 (the fragment epilogue and the TMA store) on every instance and problem
-        const Check fast = run_and_check(c, bias_activation(Activation::relu), t, entry->name.data(), seed * 100 + runs + 50, nullptr, false, lo);
-        INFO(conv_tactic_name(entry->name, lo) << " bias+relu on " << p.what << ": " << fast.summary());
-        CHECK(fast.ok(tolerance(t)));
-      }
-    }
+  ConvLaunchOptions pairs;
+  pairs.multicast = 2;
+  std::vector<InstanceLaunches> table;
+  for (const ConvKernelEntry* entry : hopper) table.push_back({entry, {pairs}});
+  const int runs = check_rotating(mc_problems, table, epilogues(), 7300, true).all;
   MESSAGE(runs << " multicast runs");
   CHECK(runs > 0);
   // Residual aliasing y, and the refusals: with split_k or cluster_k, on mma.sync instances.
