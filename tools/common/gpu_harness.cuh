@@ -470,6 +470,9 @@ struct TimingOptions {
   int max_iters = 1000;
   int warmup = 2;
   bool use_graph = true;
+  // time_paired: before each timed replay, replay the same graph untimed for about this long, so each side is
+  // timed in its own power/clock state and not in the one the other side left (0: plain alternation).
+  double paired_settle_ms = 60.0;
 };
 
 struct Timing {
@@ -540,6 +543,13 @@ inline Status time_launches(const LaunchFn& fn, cudaStream_t s, const TimingOpti
 // and its clock drifts within one process (H200: cuBLAS bf16 4096^3 moved between 620 and 800 TF/s),
 // so two medians taken one after the other carry that drift; the median of the per-round ratios does
 // not. ratio_b_over_a > 1 means A is faster.
+// Each timed replay follows opt.paired_settle_ms of untimed replays of the same graph: the power cap's
+// clock control lags by tens of milliseconds, so a replay right after the other side's runs in the
+// clock state that side left. H200, s8-batchA, one process, bf16 tn 4096^3, mma.sync 128x256x64 against
+// cuBLASLt: alternating 20 ms replays gave 0.3585 vs 0.1870 ms (0.52x), the same kernels timed alone
+// (time_launches, median of 9) 0.3434 vs 0.2073 ms (0.60x); alone, cuBLAS's first repeats ran faster
+// (min 0.1919 ms) and the mma.sync kernel's slower (max 0.3802 ms) than their medians: each inherited
+// the other's clock (notes/sm80-mma.md, session 8).
 struct PairedTiming {
   double a_ms = std::numeric_limits<double>::quiet_NaN(), b_ms = a_ms;  // medians per launch
   double ratio_b_over_a = a_ms;                                         // median of the per-round ratios
@@ -563,21 +573,30 @@ inline Status time_paired(const LaunchFn& a, const LaunchFn& b, cudaStream_t s, 
   KTUNE_RETURN_IF_ERROR(ga.launch(s));
   KTUNE_RETURN_IF_ERROR(gb.launch(s));
   KTUNE_TOOLS_CUDA(cudaStreamSynchronize(s));
-  CudaEvent e0, e1, e2;
+  // Untimed replays before each timed one (at least one replay's worth of settling when asked for).
+  const auto settle_for = [&](double est, int iters) {
+    return opt.paired_settle_ms > 0.0 ? static_cast<int>(std::ceil(opt.paired_settle_ms / std::max(1e-4, est * iters))) : 0;
+  };
+  const int sa = settle_for(est_a, ia), sb = settle_for(est_b, ib);
+  CudaEvent e0, e1, e2, e3;
   KTUNE_RETURN_IF_ERROR(e0.create());
   KTUNE_RETURN_IF_ERROR(e1.create());
   KTUNE_RETURN_IF_ERROR(e2.create());
+  KTUNE_RETURN_IF_ERROR(e3.create());
   std::vector<double> ta, tb, ratio;
   for (int r = 0; r < std::max(1, rounds); ++r) {
+    for (int i = 0; i < sa; ++i) KTUNE_RETURN_IF_ERROR(ga.launch(s));
     KTUNE_TOOLS_CUDA(cudaEventRecord(e0.get(), s));
     KTUNE_RETURN_IF_ERROR(ga.launch(s));
     KTUNE_TOOLS_CUDA(cudaEventRecord(e1.get(), s));
-    KTUNE_RETURN_IF_ERROR(gb.launch(s));
+    for (int i = 0; i < sb; ++i) KTUNE_RETURN_IF_ERROR(gb.launch(s));
     KTUNE_TOOLS_CUDA(cudaEventRecord(e2.get(), s));
-    KTUNE_TOOLS_CUDA(cudaEventSynchronize(e2.get()));
+    KTUNE_RETURN_IF_ERROR(gb.launch(s));
+    KTUNE_TOOLS_CUDA(cudaEventRecord(e3.get(), s));
+    KTUNE_TOOLS_CUDA(cudaEventSynchronize(e3.get()));
     float t01 = 0.0f, t12 = 0.0f;
     KTUNE_TOOLS_CUDA(cudaEventElapsedTime(&t01, e0.get(), e1.get()));
-    KTUNE_TOOLS_CUDA(cudaEventElapsedTime(&t12, e1.get(), e2.get()));
+    KTUNE_TOOLS_CUDA(cudaEventElapsedTime(&t12, e2.get(), e3.get()));
     ta.push_back(double(t01) / ia);
     tb.push_back(double(t12) / ib);
     ratio.push_back(tb.back() / ta.back());
