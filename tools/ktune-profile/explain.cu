@@ -26,12 +26,6 @@
 namespace ktune::profile {
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 std::string maths_serving(MathOp req) {
   std::string s;
   for (MathOp m : {MathOp::simt_f32, MathOp::mma_f16, MathOp::mma_bf16, MathOp::mma_tf32, MathOp::wgmma_f16,

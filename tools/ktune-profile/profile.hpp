@@ -15,6 +15,9 @@ struct DeviceInfo;
 
 namespace ktune::profile {
 
+// printf-style formatting of one number (`f` takes one double), e.g. fmt("%.2f", x). (run.cu)
+std::string fmt(const char* f, double v);
+
 // Select GPU `device` (−1: keep the current one) and describe it in `dev`. On failure prints why to stderr
 // (`no_gpu_message` when there is no GPU at all) and returns false.
 bool open_device(int device, DeviceInfo& dev, const char* no_gpu_message);

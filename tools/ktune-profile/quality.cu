@@ -29,12 +29,6 @@ namespace ktune::profile {
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 struct Row : QualityComparison {
   std::string shape;
   double tune_ms = NAN, sweep_ms = NAN;

@@ -23,8 +23,6 @@ struct Context {
   RunReport report;
 };
 
-std::string fmt(const char* f, double v);
-
 // Verify once (`check`: poison the output, one launch, its error against the reference into the stats),
 // then time `launch` (tools::time_launches with cx.timing), also when the result was wrong; fills the
 // row's check and time fields. Returns false when the CUDA context is lost (nothing more can run).

@@ -31,12 +31,6 @@
 namespace ktune::profile {
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 struct TuneRow {
   int line = 0;
   std::string key, winner, status, note;
