@@ -26,6 +26,31 @@ constexpr std::string_view to_string(Precision p) {
   return "?";
 }
 
+// The operand type of a precision (f32 and tf32: fp32 operands).
+constexpr DType operand_type_of(Precision p) {
+  switch (p) {
+    case Precision::f16: return DType::f16;
+    case Precision::bf16: return DType::bf16;
+    default: return DType::f32;
+  }
+}
+
+// m x n x k with precision p's operands in layouts a and b, D of type `out`, fp32 accumulation (tf32
+// tensor cores for Precision::tf32), no epilogue: what ProblemSpec and ShapeProblem (shapes_file.hpp)
+// describe before their epilogues.
+inline GemmDesc precision_desc(std::int64_t m, std::int64_t n, std::int64_t k, Precision p, Layout a, Layout b, DType out) {
+  GemmDesc d;
+  d.m = m;
+  d.n = n;
+  d.k = k;
+  d.ab_type = operand_type_of(p);
+  d.a_layout = a;
+  d.b_layout = b;
+  d.d_type = out;
+  d.compute = p == Precision::tf32 ? Compute::tf32 : Compute::f32;
+  return d;
+}
+
 inline std::optional<Precision> parse_precision(std::string_view s) {
   if (s == "f16" || s == "fp16" || s == "half") return Precision::f16;
   if (s == "bf16") return Precision::bf16;
@@ -86,13 +111,7 @@ struct ProblemSpec {
   Layout b_layout = Layout::col;  // 'n'
   bool bias_relu = false;         // fused D = relu(A·B + bias[col])
 
-  DType operand_type() const {
-    switch (precision) {
-      case Precision::f16: return DType::f16;
-      case Precision::bf16: return DType::bf16;
-      default: return DType::f32;
-    }
-  }
+  DType operand_type() const { return operand_type_of(precision); }
   // Output (and bias) type: the operand type, as in the usual mixed-precision GEMM.
   DType output_type() const { return operand_type(); }
   std::string layout_name() const { return {layout_letter(a_layout), layout_letter(b_layout)}; }
@@ -114,15 +133,7 @@ struct ProblemSpec {
   double tol() const { return tolerance(precision); }
 
   GemmDesc desc() const {
-    GemmDesc d;
-    d.m = m;
-    d.n = n;
-    d.k = k;
-    d.ab_type = operand_type();
-    d.a_layout = a_layout;
-    d.b_layout = b_layout;
-    d.d_type = output_type();
-    d.compute = precision == Precision::tf32 ? Compute::tf32 : Compute::f32;
+    GemmDesc d = precision_desc(m, n, k, precision, a_layout, b_layout, output_type());
     if (bias_relu) d.epilogue = bias_activation(Activation::relu);
     return d;
   }

@@ -67,13 +67,7 @@ struct ShapeProblem {
   Activation activation = Activation::none;
   std::optional<GemmAlignment> align;       // explicit alignment class; default: natural_alignment()
 
-  DType operand_type() const {
-    switch (precision) {
-      case Precision::f16: return DType::f16;
-      case Precision::bf16: return DType::bf16;
-      default: return DType::f32;
-    }
-  }
+  DType operand_type() const { return operand_type_of(precision); }
   DType output_type() const { return out.value_or(operand_type()); }
   std::string epilogue_name() const { return tuner::epilogue_tag(epi_flags, activation); }
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
@@ -81,15 +75,7 @@ struct ShapeProblem {
   // The (resolved) description: packed leading dimensions, and for the epilogue the representative
   // values tuner::desc_of uses (alpha 1.5 / beta 0.5 when the tag asks for them, clamp [-4, 4]).
   GemmDesc desc() const {
-    GemmDesc d;
-    d.m = m;
-    d.n = n;
-    d.k = k;
-    d.ab_type = operand_type();
-    d.d_type = output_type();
-    d.a_layout = a_layout;
-    d.b_layout = b_layout;
-    d.compute = precision == Precision::tf32 ? Compute::tf32 : Compute::f32;
+    GemmDesc d = precision_desc(m, n, k, precision, a_layout, b_layout, output_type());
     EpilogueSpec& e = d.epilogue;
     if (epi_flags & tuner::epi::alpha) e.alpha = 1.5f;
     if (epi_flags & tuner::epi::beta) {
