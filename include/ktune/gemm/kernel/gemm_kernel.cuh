@@ -237,10 +237,40 @@ __device__ __forceinline__ void visit_band_at(int band, Acc& acc, F&& f) {
   }(std::make_integer_sequence<int, Mainloop::bands>{});
 }
 
-// Is the built-in epilogue only a scale (D = alpha·acc: no C, bias, residual, activation or clamp)?
-__device__ __forceinline__ bool scale_only(const epilogue::Builtin::Params& e) {
-  return e.beta == 0.0f && e.bias == nullptr && e.residual == nullptr && e.activation == Activation::none && !e.clamp;
+// Does the built-in epilogue run on the accumulator registers (D = act(alpha·acc + bias[col]) with act
+// ReLU or none: no C, residual or clamp)? The fused Conv+Bias+ReLU of the conv kernels is this form.
+__device__ __forceinline__ bool register_epilogue(const epilogue::Builtin::Params& e) {
+  return e.beta == 0.0f && e.residual == nullptr && !e.clamp &&
+         (e.activation == Activation::none || e.activation == Activation::relu);
 }
+
+// That epilogue on one lane's accumulator pairs: f(j, v0, v1) is the packed 16-bit pair of columns 8j + 2t,
+// 8j + 2t + 1 of the lane's warp tile (n8 block j, t = lane % 4). The bias of those columns is read once
+// per tile into registers (scalar loads: the bias pointer need not be 4-byte aligned); without a bias
+// they hold −0, which leaves every alpha·acc bit-exact (−0 included).
+template <class T, int NI>
+struct RegisterEpilogue {
+  float alpha;
+  bool relu;
+  float bias[NI][2];
+  // cols: the bias of the warp tile's first column (bias + n0 + warp_col0), or null.
+  __device__ __forceinline__ RegisterEpilogue(const epilogue::Builtin::Params& e, const T* cols)
+      : alpha(e.alpha), relu(e.activation == Activation::relu) {
+    const int t = threadIdx.x & 3;
+#pragma unroll
+    for (int j = 0; j < NI; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) bias[j][h] = cols != nullptr ? epilogue::to_float(cols[8 * j + 2 * t + h]) : -0.0f;
+  }
+  __device__ __forceinline__ auto operator()(int j, float v0, float v1) const {
+    float x0 = alpha * v0 + bias[j][0], x1 = alpha * v1 + bias[j][1];
+    if (relu) {
+      x0 = epilogue::relu(x0);
+      x1 = epilogue::relu(x1);
+    }
+    return epilogue::pack2<T>(x0, x1);
+  }
+};
 
 // f(row, col, v0, v1) for every accumulator pair of the warp tile (row and col inside it), all
 // indices constants: the accumulators stay in registers.
@@ -252,16 +282,16 @@ __device__ __forceinline__ void visit_warp_tile(Acc& acc, F&& f) {
   }(std::make_integer_sequence<int, Mainloop::bands>{});
 }
 
-// The fast path's 16-byte stores of D = alpha·acc (16-bit T; d: the warp tile's origin, rows 16-byte
-// aligned). Lane t of a quad holds 2 columns of each of 4 adjacent n8 blocks of one row; two shfl.xor stages
+// The fast path's 16-byte stores of D = f(acc) (16-bit T; d: the warp tile's origin, rows 16-byte aligned;
+// f a RegisterEpilogue). Lane t of a quad holds 2 columns of each of 4 adjacent n8 blocks of one row; two shfl.xor stages
 // transpose the quad's packed pairs so that lane t holds the 8 columns of block 4q+t and stores them as one
 // vector: a warp store writes 8 rows × 64 contiguous bytes (whole 32-byte sectors) instead of 8 × 16 bytes,
 // with a quarter of the store instructions. H200, bf16 tn 4096³ (s7-batchA, probe): 128x256x32 436.4 ->
 // 466.3 TF/s, 256x128x64 432.8 -> 472.3; the kernel without any store ran 479.4 / 468.3. (ncu: the 4-byte
 // stores made 2.1 M L2 write requests for 1 M sectors; DRAM reads were the same with and without D, so
 // streaming or evict-first hints, also measured, did not help: 426.6 / 430.8.)
-template <class Mainloop, class T, class Acc>
-__device__ __forceinline__ void store_warp_tile_16b(Acc& acc, T* d, std::int64_t ldd, float alpha) {
+template <class Mainloop, class T, class Acc, class F>
+__device__ __forceinline__ void store_warp_tile_16b(Acc& acc, T* d, std::int64_t ldd, const F& f) {
   static_assert(Mainloop::NI % 4 == 0, "4 n8 blocks per 16-byte store");
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const bool hi = (t & 2) != 0, lo = (t & 1) != 0;
@@ -274,7 +304,7 @@ __device__ __forceinline__ void store_warp_tile_16b(Acc& acc, T* d, std::int64_t
         std::uint32_t w[4];  // w[j]: this lane's pair of block 4q+j = element [t][j] of the quad's 4×4
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          const auto pk = epilogue::pack2<T>(alpha * acc[i][4 * q + j][2 * h], alpha * acc[i][4 * q + j][2 * h + 1]);
+          const auto pk = f(4 * q + j, acc[i][4 * q + j][2 * h], acc[i][4 * q + j][2 * h + 1]);
           w[j] = *reinterpret_cast<const std::uint32_t*>(&pk);
         }
         // Lanes t, t^2 keep the blocks whose bit 1 is t's and trade the others: a[b][0] = [t][2·bit1(t)+b],
@@ -315,26 +345,34 @@ __device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params
   float* stage = reinterpret_cast<float*>(smem) + warp * band_rows * stride;
   const int row0 = m0 + Mainloop::warp_row0(warp), col0 = n0 + Mainloop::warp_col0(warp);
 
-  // Fast path: a tile inside D, D = alpha·acc in the operands' 16-bit type, stored straight from the
-  // registers without the staging and the run-time epilogue: 16 bytes per lane where D's rows are 16-byte
-  // aligned (store_warp_tile_16b), else each lane's pairs (4 bytes; the 4 lanes of a row cover 16 bytes). The staged path costs ~9 us per wave of 128x256 tiles on the H200
+  // Fast path: a tile inside D, D = act(alpha·acc + bias) (register_epilogue) in the operands' 16-bit type,
+  // stored straight from the registers without the staging and the run-time epilogue: 16 bytes per lane
+  // where D's rows are 16-byte aligned (store_warp_tile_16b), else each lane's pairs (4 bytes; the 4 lanes
+  // of a row cover 16 bytes). The staged path costs ~9 us per wave of 128x256 tiles on the H200
   // (4096^3 bf16: 0.335 ms with it, 0.299 ms without any epilogue; notes/sm80-mma.md).
   if constexpr (Mode == TileStore::epilogue && std::is_same_v<Epi, epilogue::Builtin> &&
                 (C.math == MathOp::mma_f16 || C.math == MathOp::mma_bf16)) {
     using T = element_t<operand_type(C.math)>;
     if (m0 + C.tile.m <= p.m && n0 + C.tile.n <= p.n && p.d_vec4 && p.d_type == operand_type(C.math) &&
-        scale_only(p.ep)) {
+        register_epilogue(p.ep)) {
       T* d = static_cast<T*>(p.d) + static_cast<std::int64_t>(row0) * p.ldd + col0;
-      const float alpha = p.ep.alpha;
+      const T* bias = p.ep.bias != nullptr ? static_cast<const T*>(p.ep.bias) + col0 : nullptr;
+      const RegisterEpilogue<T, Mainloop::NI> f(p.ep, bias);
       if constexpr (Mainloop::NI % 4 == 0) {
         if (((reinterpret_cast<std::uintptr_t>(p.d) | static_cast<std::uintptr_t>(p.ldd) * sizeof(T)) & 15) == 0) {
-          store_warp_tile_16b<Mainloop, T>(acc, d, p.ldd, alpha);
+          store_warp_tile_16b<Mainloop, T>(acc, d, p.ldd, f);
           return;
         }
       }
-      visit_warp_tile<Mainloop>(acc, [&](int r, int c, float v0, float v1) {
-        *reinterpret_cast<decltype(epilogue::pack2<T>(0.0f, 0.0f))*>(d + r * p.ldd + c) = epilogue::pack2<T>(alpha * v0, alpha * v1);
-      });
+      const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+      for (int i = 0; i < Mainloop::MI; ++i)
+#pragma unroll
+        for (int j = 0; j < Mainloop::NI; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            *reinterpret_cast<decltype(f(0, 0.0f, 0.0f))*>(d + (i * 16 + h * 8 + g) * p.ldd + j * 8 + 2 * t) =
+                f(j, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
       return;
     }
   }
