@@ -185,6 +185,46 @@ TEST_CASE("conv2d: every instance on every problem its iterator accepts, vs floa
   CHECK(ran_nothing.empty());
 }
 
+// The mma.sync kernels' register epilogue (gemm_kernel.cuh store_tile fast path: act(alpha·acc + bias)
+// from the accumulators, D in the operand type): every mma.sync instance on problems with whole tiles
+// inside y and partial ones around them, y rows 16-byte aligned (K % 8 == 0: the 16-byte stores) or only
+// 8-byte aligned (K % 8 == 4: the 4-byte pair stores), with bias + ReLU, bias alone, alpha + ReLU without
+// bias and a plain alpha; each against float64 with poisoned y and guard bands. The staged path's
+// epilogues (C, residual, clamp, other activations, f32 y) run in the case above.
+TEST_CASE("conv2d: mma.sync register epilogue (bias, ReLU, alpha) on whole and partial tiles vs float64") {
+  std::vector<EpilogueSpec> eps;
+  eps.push_back(bias_activation(Activation::relu));
+  eps.push_back(bias_activation(Activation::none));
+  EpilogueSpec e;
+  e.alpha = 1.5f;
+  e.activation = Activation::relu;
+  eps.push_back(e);
+  eps.push_back(linear_combination(0.5f, 0.0f));
+  std::uint64_t seed = 7000;
+  int ran = 0;
+  for (DType t : {DType::f16, DType::bf16})
+    for (const Conv2dDesc& base : {P(1, 16, 17, 64, 264, 1, 1, 0, 0), P(2, 9, 10, 64, 260, 3, 3, 1, 1),
+                                   P(2, 16, 16, 32, 136, 3, 3, 1, 1)}) {
+      Conv2dDesc d = base;
+      d.type = t;
+      const ConvCase c(d, seed++);
+      for (const auto& en : conv_table().entries()) {
+        if (is_wgmma(en.config.gemm.math) || en.config.iterator == ConvIterator::stem) continue;
+        if (en.config.operand() != t || !runs_here(en) || !accepts(en, d, c)) continue;
+        for (const EpilogueSpec& ep : eps) {
+          ++ran;
+          const Check chk = run_and_check(c, ep, t, en.name.data(), seed++);
+          Conv2dDesc shown = d;
+          shown.epilogue = ep;
+          shown.out_type = t;
+          INFO(en.name << ": " << describe(shown) << ": " << chk.summary());
+          CHECK(chk.ok(tolerance(t)));
+        }
+      }
+    }
+  CHECK(ran > 0);
+}
+
 TEST_CASE("conv2d: every epilogue and output type through the one-call API") {
   const auto eps = epilogues();
   std::uint64_t seed = 1000;
@@ -302,7 +342,8 @@ TEST_CASE("conv model vs compiler: no spills, registers within the limit") {
 }
 
 // Split-K on the Hopper routes (ConvLaunchOptions::split_k > 1: tma_im2col slices its (tap, channel
-// block) k-tiles, gemm1x1 is the sm90 GEMM's split-K): every split-capable instance × split counts
+// block) k-tiles, gemm1x1 is the sm90 GEMM's split-K; since session 8 also the mma.sync optimized tiles up to
+// 128x128, whose kernel runs the sm80 GEMM's split-K tail): every split-capable instance × split counts
 // {2, 3, 5, 8, 13, 37} × parallel and (where the instance has it) serial mode, on problems with 1 to 72
 // k-tiles (so K-tiles < splits too: empty slices store zeros), M not a tile multiple, more (tile,
 // slice) units than resident CTAs, a channel block partly past C; every epilogue kind in turn (bias +
@@ -468,9 +509,11 @@ TEST_CASE("conv2d: split-K sanitizer target") {
       lo.cluster_k = 2;
       launches.push_back(lo);
     }
-    lo = ConvLaunchOptions{};
-    lo.multicast = 2;  // multicast pairs: the peer's TMA writes into this CTA's ring
-    launches.push_back(lo);
+    if (is_sm90_iterator(e.config.iterator)) {
+      lo = ConvLaunchOptions{};
+      lo.multicast = 2;  // multicast pairs: the peer's TMA writes into this CTA's ring
+      launches.push_back(lo);
+    }
     lo = ConvLaunchOptions{};
     lo.split_k = 3;
     lo.split_mode = SplitKMode::parallel;

@@ -125,6 +125,14 @@ TEST_CASE("conv constraint model: each conv rule with its reason") {
   CHECK(v.rule == ConvRule::gather_rows);
   CHECK(v.value == 16);
   CHECK(v.describe().find("at most 8") != std::string::npos);
+  // 64x64 warps with 8 gather rows per thread (BK = 64 at 128 threads): over the register limit
+  v = validate(config(ConvIterator::optimized, 8, 0, {128, 128, 64}, {64, 64}, 3), sm80);
+  CHECK(v.rule == ConvRule::registers);
+  CHECK(v.value > 255);
+  CHECK(v.describe().find("registers") != std::string::npos);
+  // ... and with 4 (the wide tiles; ptxas 232-244, 0 spills) within it
+  CHECK(validate(config(ConvIterator::optimized, 8, 0, {256, 128, 32}, {64, 64}), sm80).ok());
+  CHECK(validate(config(ConvIterator::optimized, 8, 0, {128, 256, 32}, {64, 64}), sm80).ok());
   // the GEMM model's verdict passes through, with its own rule
   v = validate(config(ConvIterator::optimized, 8, 0, {256, 256, 64}, {64, 64}, 8), sm80);
   CHECK(v.rule == ConvRule::gemm);
@@ -157,7 +165,7 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
   std::size_t expected = conv_valid_count<families::Sm80ConvOptimized> + conv_valid_count<families::Sm80ConvAnalytic> +
                          conv_valid_count<families::Sm80ConvFewChannels> + conv_valid_count<families::Sm80ConvFewChannels3> +
                          conv_valid_count<families::Sm90ConvGemm1x1> + conv_valid_count<families::Sm90ConvIm2col> +
-                         conv_valid_count<families::Sm80ConvStem>;
+                         conv_valid_count<families::Sm80ConvStem> + conv_valid_count<families::Sm80ConvOptimizedWide>;
   CHECK(conv_valid_count<families::Sm80ConvOptimized> == conv_family_size<families::Sm80ConvOptimized>);
   CHECK(conv_valid_count<families::Sm80ConvAnalytic> == conv_family_size<families::Sm80ConvAnalytic>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels> == conv_family_size<families::Sm80ConvFewChannels>);
@@ -169,7 +177,10 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
   CHECK(conv_valid_count<families::Sm90ConvIm2col> == 8);
   // first-layer stem: f16/bf16 x C = 4/3, one block shape
   CHECK(conv_valid_count<families::Sm80ConvStem> == 4);
-  CHECK(expected == 14 + 14 + 4);
+  // 64x64 / 64x32 warp tiles: f16, 3 block shapes
+  CHECK(conv_valid_count<families::Sm80ConvOptimizedWide> == conv_family_size<families::Sm80ConvOptimizedWide>);
+  CHECK(conv_valid_count<families::Sm80ConvOptimizedWide> == 3);
+  CHECK(expected == 14 + 14 + 4 + 3);
   CHECK(conv_table().size() == expected);
   std::set<std::string> names;
   for (const auto& e : conv_table().entries()) {

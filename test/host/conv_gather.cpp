@@ -171,6 +171,7 @@ void check_family() {
 
 TEST_CASE("conv gather (host emulation): every default configuration reproduces im2col exactly") {
   check_family<families::Sm80ConvOptimized>();
+  check_family<families::Sm80ConvOptimizedWide>();
   check_family<families::Sm80ConvAnalytic>();
   check_family<families::Sm80ConvFewChannels>();
   check_family<families::Sm80ConvFewChannels3>();

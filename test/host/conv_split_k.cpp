@@ -29,14 +29,17 @@ std::vector<ConvLaunchOptions> split_proposals(const ConvKernelEntry& e, const C
 
 }  // namespace
 
-TEST_CASE("conv split-K: the Hopper routes take split_k, mma.sync and stem instances do not") {
-  int hopper = 0;
+TEST_CASE("conv split-K: the Hopper routes and the mma.sync optimized tiles up to 128x128 take split_k, others do not") {
+  int hopper = 0, sm80 = 0;
   for (const ConvKernelEntry& e : conv_table().entries()) {
     CAPTURE(e.name);
-    CHECK(conv_supports_split_k(e.config) == is_sm90_iterator(e.config.iterator));
+    const bool sm80_split = e.config.iterator == ConvIterator::optimized && e.config.gemm.tile.m * e.config.gemm.tile.n <= 128 * 128;
+    CHECK(conv_supports_split_k(e.config) == (is_sm90_iterator(e.config.iterator) || sm80_split));
     hopper += is_sm90_iterator(e.config.iterator);
+    sm80 += sm80_split;
   }
   CHECK(hopper > 0);
+  CHECK(sm80 > 0);
 }
 
 TEST_CASE("conv split-K: proposals on the ResNet-50 layers at N = 32 (fake H200)") {

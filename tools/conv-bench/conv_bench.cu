@@ -19,14 +19,15 @@
 // (conv_presets.hpp, conv_data.hpp, cudnn_conv_ref.hpp), as in bench/bench_conv.cu and ktune-profile --conv.
 //
 //   ktune-conv-bench [--n 32] [--csv out.csv] [--all] [--layer I[,J...]] [--budget SECONDS] [--tactics]
-//                    [--splits S[,S...]] [--multicast]
+//                    [--splits S[,S...]] [--multicast] [--sm80]
 // --all prints every instance's time per layer (default: the best 3 per route); --budget stops before
 // a layer once that many seconds have passed (the summary covers the layers done). --tactics also times
 // every non-default tactic the tuner would time (conv_launch_variants: raster group, split-K) of every
 // instance; --splits also times every split-K instance (the Hopper routes) with each split count given,
 // in parallel mode and, where the instance has it, serial mode, and with every cluster split-K size it
 // takes (cluster_k, "@ck2"). Those rows are named by tactic ("<instance>@split4p") and count for "best"
-// like instances. --multicast also times every Hopper instance in multicast pairs ("@mc2").
+// like instances. --multicast also times every Hopper instance in multicast pairs ("@mc2"). --sm80 times
+// only the mma.sync instances (and the pick): the issue's "with the mma.sync families alone" figure, faster.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -116,7 +117,7 @@ int main(int argc, char** argv) {
   int N = 32;
   std::vector<int> only, splits;
   double budget_s = 1e9;
-  bool all = false, tactics = false, multicast = false;
+  bool all = false, tactics = false, multicast = false, sm80_only = false;
   const char* csv_path = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--all")) all = true;
@@ -125,10 +126,11 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--splits") && i + 1 < argc) splits = parse_list(argv[++i]);
     else if (!std::strcmp(argv[i], "--tactics")) tactics = true;
     else if (!std::strcmp(argv[i], "--multicast")) multicast = true;
+    else if (!std::strcmp(argv[i], "--sm80")) sm80_only = true;
     else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) csv_path = argv[++i];
     else if (!std::strcmp(argv[i], "--budget") && i + 1 < argc) budget_s = std::atof(argv[++i]);
     else {
-      std::printf("usage: %s [--n 32] [--csv out.csv] [--all] [--layer I[,J...]] [--budget SECONDS] [--tactics] [--splits S[,S...]] [--multicast]\n",
+      std::printf("usage: %s [--n 32] [--csv out.csv] [--all] [--layer I[,J...]] [--budget SECONDS] [--tactics] [--splits S[,S...]] [--multicast] [--sm80]\n",
                   argv[0]);
       return 2;
     }
@@ -226,6 +228,7 @@ int main(int argc, char** argv) {
     for (const auto& e : ktune::conv_table().entries()) {
       if (!ktune::can_implement(e, d, ktune::alignment_of(d, o), &dev).ok()) continue;
       if (!ktune::is_sm90_iterator(e.config.iterator) && ktune::gather_rank(e.config) > best_sm80_rank && &e != pick) continue;
+      if (sm80_only && ktune::is_sm90_iterator(e.config.iterator) && &e != pick) continue;
       // The instance's default launch, then (--tactics, --splits) other launch options by tactic name.
       std::vector<ktune::ConvLaunchOptions> launches{ktune::ConvLaunchOptions{}};
       auto add_launch = [&](const ktune::ConvLaunchOptions& lo) {

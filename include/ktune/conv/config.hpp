@@ -98,6 +98,7 @@ enum class ConvRule {
   gather_rows,       // at most conv_max_gather_rows rows of A per thread (row coordinates in registers)
   stem_shape,        // stem: 64x64 warp tiles covering all 64 output channels, BK = 32, double-buffered rows
   stem_channels,     // stem: C in [1, 4]; 8-byte copies of whole pixels for C = 4, scalar loads else
+  registers,         // the mma.sync mainloop with the gather state (conv_resources) needs more than a thread has
 };
 
 constexpr std::string_view rule_name(ConvRule r) {
@@ -111,6 +112,7 @@ constexpr std::string_view rule_name(ConvRule r) {
     case ConvRule::gather_rows: return "conv_gather_rows";
     case ConvRule::stem_shape: return "conv_stem_shape";
     case ConvRule::stem_channels: return "conv_stem_channels";
+    case ConvRule::registers: return "conv_registers";
   }
   return "?";
 }
@@ -144,6 +146,9 @@ struct ConvVerdict {
       case ConvRule::stem_channels:
         return "the stem kernel takes C in [1, 4] with 4-element (8-byte) pixel copies for C = 4 and scalar loads "
                "otherwise; configuration has C = " + n(value) + ", vector " + n(limit);
+      case ConvRule::registers:
+        return "the mainloop with the A gather state needs an estimated " + n(value) + " registers per thread, at most " +
+               n(limit) + " exist";
     }
     return "?";
   }
@@ -173,6 +178,8 @@ constexpr ConvVerdict validate_stem(const ConvConfig& c) {
   return conv_require(stem_channels_ok(c), ConvRule::stem_channels, c.channels, c.gemm.align);
 }
 
+constexpr GemmResources conv_resources(const ConvConfig& c);
+
 constexpr ConvVerdict validate(const ConvConfig& c, const ArchTraits& arch) {
   const GemmConfig& g = c.gemm;
   const bool math_ok = is_sm90_iterator(c.iterator) ? (g.math == MathOp::wgmma_f16 || g.math == MathOp::wgmma_bf16)
@@ -201,12 +208,26 @@ constexpr ConvVerdict validate(const ConvConfig& c, const ArchTraits& arch) {
                             conv_max_gather_rows);
       !v.ok())
     return v;
-  return {};
+  const int regs = conv_resources(c).registers;
+  return conv_require(regs <= arch.max_regs_per_thread, ConvRule::registers, regs, arch.max_regs_per_thread);
+}
+
+// Does the mma.sync conv kernel copy B (the KRSC filters: a K-contiguous column-major matrix) with the
+// GEMM's k-tile iterator (OperandTileIterator::applies, which the kernel asserts agrees)?
+constexpr bool conv_b_iterated(const ConvConfig& c) {
+  return !is_sm90_iterator(c.iterator) && c.iterator != ConvIterator::stem &&
+         mma_sm80_operand_iterable(c.gemm, c.gemm.tile.n, true);
 }
 
 // Shared memory and threads are the GEMM mainloop's. Registers: the GEMM estimate with its A copy
-// addresses replaced by the gather state (per row: pixel offset, h0, w0, and an address; per k-tile:
-// the tap and channel of the thread's chunk).
+// replaced by the gather state (per row: pixel offset, h0, w0; per thread: the carried tap and channel,
+// the chunk's column and shared-memory offset). Against sm_90a ptxas (session 8, 1af9abe + the wide tiles,
+// 0 spills everywhere): 64x64 warps 128x128 / 256x128 (4 rows) estimate 255 / 255, ptxas 244 / 242;
+// 128x256 (2 rows) 249 vs 232; 64x32 warps (4 rows) 175 vs 162 — 11-17 above, as the GEMM estimate
+// itself (246 vs 230 for 128x256x32 'tn'), so the 255-register rule keeps the ptxas-verified 4 rows at
+// 64x64 warps and prunes 8 (BK = 64, or N = 64 tiles of 64x64 warps). 32x32 warps (estimate ~120)
+// compile to 110-140: there ptxas spends registers it has to spare; occupancy is set by threads and
+// shared memory either way.
 constexpr GemmResources conv_resources(const ConvConfig& c) {
   if (c.iterator == ConvIterator::stem) {
     // Threads; shared memory without the input rows (filters for R = 8, the fp32 bias and the per-warp
@@ -221,10 +242,10 @@ constexpr GemmResources conv_resources(const ConvConfig& c) {
   }
   GemmResources r = estimate_resources(c.gemm);
   if (is_sm90_iterator(c.iterator)) return r;  // the GEMM kernel's resources (TMA: no gather state)
-  // The GEMM's copy term replaced: A by the gather state, B by TileCopy's per-vector addresses (the conv
-  // kernel copies B with TileCopy, never with the GEMM's k-tile iterators).
-  r.registers += -mma_sm80_copy_registers(c.gemm) + mma_sm80_vector_copy_registers(c.gemm, c.gemm.tile.n) +
-                 5 * conv_gather_rows(c) + 8;
+  // The GEMM's copy term replaced: A by the gather state, B by the GEMM's k-tile iterator where it applies
+  // (conv_b_iterated), else by TileCopy's per-vector addresses.
+  const int b_copy = conv_b_iterated(c) ? mma_sm80_iterator_registers : mma_sm80_vector_copy_registers(c.gemm, c.gemm.tile.n);
+  r.registers += -mma_sm80_copy_registers(c.gemm) + b_copy + 3 * conv_gather_rows(c) + 4;
   return r;
 }
 

@@ -66,9 +66,12 @@ inline Status check_conv_launch_options(const ConvLaunchOptions& o) {
   return {};
 }
 
-// Conv instances that take split_k > 1: the Hopper routes (the sm90 GEMM kernel and its im2col form).
+// Conv instances that take split_k > 1: the Hopper routes (the sm90 GEMM kernel and its im2col form) and
+// the mma.sync optimized iterator's tiles up to 128x128 (the deep reductions of the 7x7 and 14x14 maps,
+// where those tiles leave most multiprocessors idle; conv_kernel.cuh: the sm80 GEMM's split-K tail).
 constexpr bool conv_supports_split_k(const ConvConfig& c) {
-  return c.iterator == ConvIterator::gemm1x1 || c.iterator == ConvIterator::tma_im2col;
+  return c.iterator == ConvIterator::gemm1x1 || c.iterator == ConvIterator::tma_im2col ||
+         (c.iterator == ConvIterator::optimized && c.gemm.tile.m * c.gemm.tile.n <= 128 * 128);
 }
 
 // The largest cluster_k an instance takes (1: none): tma_im2col with warpgroup tiles up to 64x128 (with

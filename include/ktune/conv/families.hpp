@@ -1,7 +1,7 @@
 // ktune/conv/families.hpp — the default conv2d fprop families (sm80 mma.sync and sm90 TMA + wgmma, f16
 // and bf16 with fp32 accumulation). Tuning policy, kept apart from kernel code: the constraint model
 // prunes the product and the host tests list what survived. Instance counts are kept modest (build
-// time): 14 mma.sync, 14 Hopper.
+// time): 17 mma.sync, 14 Hopper.
 #pragma once
 #include "ktune/arch.hpp"
 #include "ktune/conv/family.hpp"
@@ -11,7 +11,8 @@ namespace ktune::families {
 // Block shapes were chosen by timing 14 candidates on an H200 over the 15 ResNet-50 layers of
 // shared/ANCHORS.md at N = 32 (notes/conv2d.md): 128x64x32 (8 warps of 32x32) was fastest on 10 of
 // the 14 C % 8 == 0 layers, 64x64x64 on the deep-reduction layers with few output tiles (7x7 and
-// 14x14 maps); 128x128 and 128x256 tiles with 64x64 warps were never competitive (1 block per SM).
+// 14x14 maps); 128x128 and 128x256 tiles with 64x64 warps were never competitive then (1 block per SM,
+// the staged epilogue). Session 8 (register epilogue, B by the k-tile iterator): see Sm80ConvOptimizedWide.
 
 // C % 8 == 0 (every ResNet layer after the first): 16-byte vectors, tap carried across k-tiles.
 struct Sm80ConvOptimized {
@@ -20,6 +21,22 @@ struct Sm80ConvOptimized {
   static constexpr MathOp maths[] = {MathOp::mma_f16, MathOp::mma_bf16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::optimized, 8, 0}};
   static constexpr ConvBlockShape blocks[] = {{{128, 64, 32}, {32, 32}}, {{64, 64, 64}, {32, 32}}};
+  static constexpr int stages[] = {4};
+};
+
+// C % 8 == 0 with the sm80 GEMM family's warp tiles (64x64, and 64x32 for 64-channel outputs): the best
+// mma.sync instance on 13 of the 14 C % 8 ResNet-50 layers (H200 s8-batchA, N = 32, f16, bias + ReLU;
+// notes/conv2d.md): 128x64 w64x32 on the 56x56 / 28x28 layers with K = 64 or 128 outputs and short
+// reductions (15.0 us vs 19.5 for 128x64 w32x32 on 56^2 64->64 1x1), 128x128 on 56^2 256->128, 28^2
+// 128->512, 14^2 256->1024 and (split-K 4) 7^2 3x3 512->512, 128x256 on 7^2 512->2048. 256x128 w64x64
+// and 256x64 w64x32 were timed there too and never won (dropped). f16 only: the bf16 twins were not
+// GPU-run this session (next: bf16, and drop the dominated 128x64 w32x32 of Sm80ConvOptimized).
+struct Sm80ConvOptimizedWide {
+  static constexpr std::string_view name = "sm80_conv_optimized_wide";
+  static constexpr const ArchTraits& arch = sm80;
+  static constexpr MathOp maths[] = {MathOp::mma_f16};
+  static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::optimized, 8, 0}};
+  static constexpr ConvBlockShape blocks[] = {{{128, 128, 32}, {64, 64}}, {{128, 256, 32}, {64, 64}}, {{128, 64, 32}, {64, 32}}};
   static constexpr int stages[] = {4};
 };
 

@@ -8,6 +8,7 @@
 namespace ktune::detail {
 [[maybe_unused]] inline const bool default_conv_families_registered = [] {
   register_conv_family<families::Sm80ConvOptimized>();
+  register_conv_family<families::Sm80ConvOptimizedWide>();
   register_conv_family<families::Sm80ConvAnalytic>();
   register_conv_family<families::Sm80ConvFewChannels>();
   register_conv_family<families::Sm80ConvFewChannels3>();

@@ -36,20 +36,53 @@ __global__ void __launch_bounds__(CfgT::value.gemm.threads(), target_blocks_per_
   const int m0 = tile.m * C.tile.m, n0 = tile.n * C.tile.n;
   const int tid = threadIdx.x;
 
+  // Split-K (conv_supports_split_k): slice blockIdx.y runs its k-tiles [kt_first, kt_first + kt_count).
+  constexpr bool splittable = conv_supports_split_k(CC);
+  int kt_first = 0, kt_count = (p.g.k + C.tile.k - 1) / C.tile.k, slice = 0;
+  if constexpr (splittable) {
+    if (p.g.split_k > 1) {
+      slice = static_cast<int>(blockIdx.y);
+      const KRange kr = k_slice(kt_count, slice, p.g.split_k);
+      kt_first = kr.first;
+      kt_count = kr.count;
+    }
+  }
+
   AIter a_iter;
-  a_iter.init(p.geo, m0, tid);
+  a_iter.init(p.geo, m0, tid, kt_first);
   const T* X = static_cast<const T*>(p.g.a);
-  const T* B = static_cast<const T*>(p.g.b) + std::int64_t(n0) * p.g.ldb;
   typename Mainloop::Accumulators acc;
-  Mainloop::run_pipelined(acc, smem, p.g.k, [&](int slot, int kt) {
-    char* sA = smem + slot * Mainloop::stage_bytes;
-    char* sB = sA + Mainloop::TileA::bytes;
-    const int k0 = kt * C.tile.k;
-    a_iter.load(sA, X, p.geo, kt);
-    Mainloop::CopyB::copy(sB, B + k0, p.g.ldb, p.g.n - n0, p.g.k - k0, tid);
-  });
+  // B (the filters, K-contiguous) by the GEMM's k-tile iterator where it applies (a pointer, stride and
+  // masks instead of an address per vector), else by TileCopy.
+  using BIter = OperandTileIterator<typename Mainloop::CopyB, true, T>;
+  if constexpr (conv_b_iterated(CC)) {
+    static_assert(BIter::applies, "the register model (conv_b_iterated) and the B copy agree");
+    BIter b_iter(static_cast<const T*>(p.g.b), p.g.ldb, n0, kt_first, p.g.n, p.g.k, tid);
+    Mainloop::run_pipelined_tiles(acc, smem, kt_count, [&](int slot, int kt) {
+      char* sA = smem + slot * Mainloop::stage_bytes;
+      a_iter.load(sA, X, p.geo, kt_first + kt);
+      b_iter.copy_and_advance(sA + Mainloop::TileA::bytes);
+    });
+  } else {
+    static_assert(!BIter::applies, "the register model (conv_b_iterated) and the B copy agree");
+    const T* B = static_cast<const T*>(p.g.b) + std::int64_t(n0) * p.g.ldb;
+    Mainloop::run_pipelined_tiles(acc, smem, kt_count, [&](int slot, int kt) {
+      char* sA = smem + slot * Mainloop::stage_bytes;
+      char* sB = sA + Mainloop::TileA::bytes;
+      const int k0 = (kt_first + kt) * C.tile.k;
+      a_iter.load(sA, X, p.geo, kt_first + kt);
+      Mainloop::CopyB::copy(sB, B + k0, p.g.ldb, p.g.n - n0, p.g.k - k0, tid);
+    });
+  }
   __syncthreads();  // the pipeline's shared memory becomes the epilogue's staging area
 
+  if constexpr (splittable) {
+    if (p.g.split_k > 1) {  // the GEMM kernel's split-K tail: fp32 partials, then serial or parallel reduction
+      store_tile<C, Epi, Mainloop, TileStore::partial>(p.g, acc, smem, m0, n0, slice);
+      if (p.g.split_serial) serial_split_k_finish<Epi, C.tile.m, C.tile.n, C.threads()>(p.g, m0, n0, slice);
+      return;
+    }
+  }
   store_tile<C, Epi, Mainloop>(p.g, acc, smem, m0, n0);
 }
 
@@ -81,8 +114,9 @@ Status launch_conv_with(const Conv2dDesc& d, const typename Epi::Params& ep, con
   constexpr ConvConfig CC = CfgT::value;
   constexpr auto kernel = conv2d_fprop_kernel<CfgT, Epi>;
   constexpr int smem = conv_resources(CC).smem_bytes;
-  if (opt.split_k > 1 || opt.cluster_k > 1)
-    return error(StatusCode::unsupported, "mma.sync conv instances do not split K (split_k > 1 or cluster_k > 1)");
+  if (opt.cluster_k > 1) return error(StatusCode::unsupported, "mma.sync conv instances do not split K in clusters (cluster_k > 1)");
+  if (opt.split_k > 1 && !conv_supports_split_k(CC))
+    return error(StatusCode::unsupported, "this mma.sync conv instance does not split K (split_k > 1)");
   const ConvShape s = conv_shape(d);
   ConvParams<typename Epi::Params> p{};
   p.g.m = static_cast<int>(s.m);
@@ -102,8 +136,36 @@ Status launch_conv_with(const Conv2dDesc& d, const typename Epi::Params& ep, con
   const std::int64_t tiles = ceil_div(s.m, std::int64_t{CC.gemm.tile.m}) * ceil_div(d.k, std::int64_t{CC.gemm.tile.n});
   if (tiles > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
   KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(smem));
-  kernel<<<static_cast<unsigned>(tiles), CC.gemm.threads(), smem, stream>>>(p);
-  return cuda_status(cudaGetLastError(), "conv2d kernel launch");
+  if (opt.split_k <= 1) {
+    kernel<<<static_cast<unsigned>(tiles), CC.gemm.threads(), smem, stream>>>(p);
+    return cuda_status(cudaGetLastError(), "conv2d kernel launch");
+  }
+  // Split-K: slices along grid y, fp32 partials (and serial mode's counters) in ktune's per-stream
+  // workspace pool, as the sm80 GEMM launcher does (gemm_kernel.cuh launch_with).
+  const GemmDesc gd = implicit_gemm_of(d);
+  GemmLaunchOptions split;
+  split.split_k = opt.split_k;
+  split.split_mode = opt.split_mode;
+  const SplitKLayout ws = split_k_layout(CC.gemm, gd, split);
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+  KTUNE_RETURN_IF_ERROR(gemm_workspace_pool().acquire(stream, ws.total_bytes, workspace, workspace_bytes));
+  p.g.split_k = opt.split_k;
+  p.g.split_serial = opt.split_mode == SplitKMode::serial;
+  p.g.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + ws.partials_offset);
+  p.g.partial_ld = ws.partial_ld;
+  p.g.partial_slice = ws.partial_ld * gd.m;
+  if (p.g.split_serial) {
+    // ktune's counters for this stream (zero, left zero: no memset), else the workspace's, zeroed now.
+    p.g.semaphores = split_k_counter_pool().get(stream, tiles * split_k_counters_per_tile(opt.split_k));
+    if (p.g.semaphores == nullptr) {
+      p.g.semaphores = static_cast<int*>(workspace);
+      KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(workspace, 0, ws.semaphore_bytes, stream), "conv split-K counters"));
+    }
+  }
+  kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(opt.split_k)), CC.gemm.threads(), smem, stream>>>(p);
+  KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "conv2d kernel launch (split-K)"));
+  return p.g.split_serial ? Status{} : launch_splitk_reduce<Epi>(p.g, gd, stream);
 }
 
 // The dispatch-table launcher: the built-in run-time epilogue; beta reads y's prior contents.

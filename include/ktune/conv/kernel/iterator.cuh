@@ -73,8 +73,9 @@ struct ConvAIterator {
     s = tap - r * g.s;
   }
 
-  // Row coordinates of the block's output tile starting at GEMM row m0.
-  __device__ __forceinline__ void init(const ConvGeometry& g, int m0, int tid) {
+  // Row coordinates of the block's output tile starting at GEMM row m0; carried iterators start at
+  // k-tile kt_first (a split-K slice's first).
+  __device__ __forceinline__ void init(const ConvGeometry& g, int m0, int tid, int kt_first = 0) {
     const int r0 = tid / chunks_per_row;
     col_ = (tid % chunks_per_row) * chunk;
     dst_ = Tile::offset(r0, col_);
@@ -94,13 +95,13 @@ struct ConvAIterator {
       }
     }
     if constexpr (carried) {
-      kg_ = col_;
+      kg_ = kt_first * BK + col_;
       decompose(g, kg_, r_, s_, ci_);
     }
   }
 
   // Issue the copies of k-tile kt into the A tile at sA. Carried iterators must be called for
-  // kt = 0, 1, 2, … in order (MmaMainloop::run_pipelined does).
+  // kt = kt_first, kt_first + 1, … in order (MmaMainloop::run_pipelined_tiles does).
   __device__ __forceinline__ void load(char* sA, const T* X, const ConvGeometry& g, int kt) {
     const int C = channels(g);
     int kg, r, s, ci;
