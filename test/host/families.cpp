@@ -42,7 +42,7 @@ struct Expected {
 };
 constexpr Expected kExpected[] = {
     {"sm80_mma_f16", 32, 24},           // 2 maths × 4 layouts × 2 tiles × 2 warps: 128x256 with 32x64 warps pruned
-    {"sm80_mma_f16_deep", 4, 4},        // 2 maths × 'tn' × 2 tiles (BK = 64, 3 stages)
+    {"sm80_mma_f16_deep", 2, 2},        // 2 maths × 'tn' × 128x256x64 (3 stages)
     {"sm80_mma_f16_small", 16, 16},     // 2 × 4 × 2 tiles
     {"sm80_mma_f16_small_m", 12, 12},   // 2 maths × 2 B layouts × 3 tiles (A row-major only)
     {"sm80_mma_f16_small_m32", 4, 4},   // 2 maths × 2 B layouts × 1 tile

@@ -26,16 +26,18 @@ struct Sm80MmaF16 {
 };
 
 // Deeper k-tiles for large 'tn' problems: BK = 64, 3 stages (144 KB; 4 would exceed sm_80's 163 KB), one
-// barrier per 64 of K instead of 32. H200, bf16 tn 4096³ in one process with cublasGemmEx (s6-batchB):
-// 256x128x64 436.2 TF/s, 128x256x64 429.3, Sm80MmaF16's 128x256x32 s4 416.6 (notes/sm80-mma.md). Its
-// own family because a family is a product: 3 stages of BK = 32 tiles would add instances, not swap them.
+// barrier per 64 of K instead of 32. The best sm80 instance of ktune-profile on the H200 (bf16 tn 4096³:
+// 423.6 TF/s in s7-verify, 413.0 in s8-batchA; Sm80MmaF16's 128x256x32 s4 414.2 / 406.4). 256x128x64 was
+// dropped in session 8: slower than 128x256x64 on every default problem of s7-verify and s8-batchA (4096³
+// bf16 408.7 / 381.4, f16 368.7 vs 389.6, 4096x11008x4096 398.4 vs 406.6; notes/sm80-mma.md). Its own
+// family because a family is a product: 3 stages of BK = 32 tiles would add instances, not swap them.
 struct Sm80MmaF16Deep {
   static constexpr std::string_view name = "sm80_mma_f16_deep";
   static constexpr const ArchTraits& arch = sm80;
   static constexpr MathOp maths[] = {mma_f16, mma_bf16};
   static constexpr Layout a_layouts[] = {row};
   static constexpr Layout b_layouts[] = {col};
-  static constexpr TileShape tiles[] = {{256, 128, 64}, {128, 256, 64}};
+  static constexpr TileShape tiles[] = {{128, 256, 64}};
   static constexpr WarpShape warps[] = {{64, 64}};
   static constexpr int stages[] = {3};
   static constexpr int aligns[] = {8};
