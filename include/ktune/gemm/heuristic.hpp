@@ -51,9 +51,10 @@ inline double sm90_tile_rate(const GemmConfig& c) {
 // the wide TMA store (kernel/sm90/epilogue.cuh, sm90_wide_store_choice: cooperative tiles with two
 // consumer warpgroups and 128- or 256-column warp tiles; 16-bit D with 16-byte aligned rows, N % 64 = 0,
 // an epilogue that ends in the identity store) ran it 1.2-2.5x faster than the others (H200 s6-batchA,
-// 8192x8192x64 bf16: 128x256 39.4 µs, 256x128 40.3; ping-pong 128x128 ~55, 64x128 ~99 µs). Of the two,
-// 256x128 (two m64 blocks per warp) ran faster since session 7 (s7-batchA 42.7 vs 44.7 µs; s7-final,
-// paired with cuBLASLt: 1.042x vs 0.953x identity, 0.742x vs 0.677x bias+ReLU): ranked 1.08x above.
+// 8192x8192x64 bf16: 128x256 39.4 µs, 256x128 40.3; ping-pong 128x128 ~55, 64x128 ~99 µs). The two rank
+// equal (sessions 7 and before picked 128x256 there): with session 8's lean wide store (H200 s8-batchA,
+// paired with cuBLASLt) 128x256 ran 38.6 µs 1.143x, 256x128 39.9 µs 1.114x; bias+ReLU 1.051x / 1.053x.
+// (Ranking 256x128 1.08x above, from session 7's timings of the older store, picked the slower one.)
 inline double sm90_short_k_store_rate(const GemmConfig& c, const GemmDesc& d) {
   if (!is_wgmma(c.math) || size_of(d.d_type) != 2 || d.n % 64 != 0 || (d.ldd > 0 && d.ldd % 8 != 0)) return 1.0;
   const EpilogueSpec& e = d.epilogue;
@@ -61,7 +62,7 @@ inline double sm90_short_k_store_rate(const GemmConfig& c, const GemmDesc& d) {
   if (!plain || std::ceil(double(d.k) / c.tile.k) > 2) return 1.0;
   const bool wide = c.consumer_warpgroups() >= 2 && c.schedule != WgSchedule::pingpong && c.warp.n % 128 == 0 &&
                     c.warp.m * c.warp.n >= 128 * 128;
-  return wide ? (c.warp.m >= 128 ? 1.3 * 1.08 : 1.3) : 1.0;
+  return wide ? 1.3 : 1.0;
 }
 
 // Relative cost (lower is better; arbitrary units proportional to time).
