@@ -342,8 +342,8 @@ TEST_CASE("conv model vs compiler: no spills, registers within the limit") {
 }
 
 // Split-K on the Hopper routes (ConvLaunchOptions::split_k > 1: tma_im2col slices its (tap, channel
-// block) k-tiles, gemm1x1 is the sm90 GEMM's split-K; since session 8 also the mma.sync optimized tiles up to
-// 128x128, whose kernel runs the sm80 GEMM's split-K tail): every split-capable instance × split counts
+// block) k-tiles, gemm1x1 is the sm90 GEMM's split-K; since session 8 also the mma.sync optimized 128x128
+// tile, whose kernel runs the sm80 GEMM's split-K tail): every split-capable instance × split counts
 // {2, 3, 5, 8, 13, 37} × parallel and (where the instance has it) serial mode, on problems with 1 to 72
 // k-tiles (so K-tiles < splits too: empty slices store zeros), M not a tile multiple, more (tile,
 // slice) units than resident CTAs, a channel block partly past C; every epilogue kind in turn (bias +

@@ -29,11 +29,11 @@ std::vector<ConvLaunchOptions> split_proposals(const ConvKernelEntry& e, const C
 
 }  // namespace
 
-TEST_CASE("conv split-K: the Hopper routes and the mma.sync optimized tiles up to 128x128 take split_k, others do not") {
+TEST_CASE("conv split-K: the Hopper routes and the mma.sync optimized 128x128 tile take split_k, others do not") {
   int hopper = 0, sm80 = 0;
   for (const ConvKernelEntry& e : conv_table().entries()) {
     CAPTURE(e.name);
-    const bool sm80_split = e.config.iterator == ConvIterator::optimized && e.config.gemm.tile.m * e.config.gemm.tile.n <= 128 * 128;
+    const bool sm80_split = e.config.iterator == ConvIterator::optimized && e.config.gemm.tile.m == 128 && e.config.gemm.tile.n == 128;
     CHECK(conv_supports_split_k(e.config) == (is_sm90_iterator(e.config.iterator) || sm80_split));
     hopper += is_sm90_iterator(e.config.iterator);
     sm80 += sm80_split;

@@ -67,11 +67,12 @@ inline Status check_conv_launch_options(const ConvLaunchOptions& o) {
 }
 
 // Conv instances that take split_k > 1: the Hopper routes (the sm90 GEMM kernel and its im2col form) and
-// the mma.sync optimized iterator's tiles up to 128x128 (the deep reductions of the 7x7 and 14x14 maps,
-// where those tiles leave most multiprocessors idle; conv_kernel.cuh: the sm80 GEMM's split-K tail).
+// the mma.sync optimized 128x128 tile (conv_kernel.cuh: the sm80 GEMM's split-K tail). H200 s8-batchA: split-K
+// won only on 7x7 3x3 512->512 (128x128 @split4p 33.9 us vs 40.6 for the best whole-K instance) and tied on
+// 7x7 2048->512; the tail on the other optimized tiles cost ~11 s of CPU in conv_sm80.cu (83 -> 72 s).
 constexpr bool conv_supports_split_k(const ConvConfig& c) {
   return c.iterator == ConvIterator::gemm1x1 || c.iterator == ConvIterator::tma_im2col ||
-         (c.iterator == ConvIterator::optimized && c.gemm.tile.m * c.gemm.tile.n <= 128 * 128);
+         (c.iterator == ConvIterator::optimized && c.gemm.tile.m == 128 && c.gemm.tile.n == 128);
 }
 
 // The largest cluster_k an instance takes (1: none): tma_im2col with warpgroup tiles up to 64x128 (with
