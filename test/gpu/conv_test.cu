@@ -96,6 +96,15 @@ bool runs_here(const ConvKernelEntry& e) {
          (is_wgmma(e.config.gemm.math) ? this_device().cc == 90 : this_device().cc >= e.config.gemm.arch_cc);
 }
 
+// The table's instances that run on this GPU and pass keep(entry), in table order.
+template <class Keep>
+std::vector<const ConvKernelEntry*> entries_here(Keep keep) {
+  std::vector<const ConvKernelEntry*> out;
+  for (const auto& e : conv_table().entries())
+    if (keep(e) && runs_here(e)) out.push_back(&e);
+  return out;
+}
+
 bool accepts(const ConvKernelEntry& e, const Conv2dDesc& d, const ConvCase& c) {
   Conv2dOperands o;
   o.x = c.x.data();
@@ -352,9 +361,8 @@ TEST_CASE("conv model vs compiler: no spills, registers within the limit") {
 // refusals (serial on a 128-accumulator warpgroup tile, split on an mma.sync instance, cluster_k past an
 // instance's limit or with split_k) write nothing. Cluster split-K (cluster_k 2..limit) on the same problems.
 TEST_CASE("conv2d: split-K on the Hopper routes, every split count and mode vs float64") {
-  std::vector<const ConvKernelEntry*> split_capable;
-  for (const auto& e : conv_table().entries())
-    if (conv_supports_split_k(e.config) && runs_here(e)) split_capable.push_back(&e);
+  const std::vector<const ConvKernelEntry*> split_capable =
+      entries_here([](const ConvKernelEntry& e) { return conv_supports_split_k(e.config); });
   if (split_capable.empty()) {
     MESSAGE("no split-capable conv instance runs on this device (Hopper routes need cc 9.0): skipped");
     return;
@@ -538,9 +546,8 @@ TEST_CASE("conv2d: split-K sanitizer target") {
 // dimension (the partner of the last tile computes nothing), a single tile there, more pairs than fit
 // (the persistent walk), channel blocks partly past C, and every epilogue kind in turn, vs float64.
 TEST_CASE("conv2d: multicast pairs on the Hopper routes vs float64") {
-  std::vector<const ConvKernelEntry*> hopper;
-  for (const auto& e : conv_table().entries())
-    if (is_sm90_iterator(e.config.iterator) && runs_here(e)) hopper.push_back(&e);
+  const std::vector<const ConvKernelEntry*> hopper =
+      entries_here([](const ConvKernelEntry& e) { return is_sm90_iterator(e.config.iterator); });
   if (hopper.empty()) {
     MESSAGE("no Hopper conv instance runs on this device (cc 9.0 needed): skipped");
     return;

@@ -152,17 +152,9 @@ Status launch_conv_with(const Conv2dDesc& d, const typename Epi::Params& ep, con
   KTUNE_RETURN_IF_ERROR(gemm_workspace_pool().acquire(stream, ws.total_bytes, workspace, workspace_bytes));
   p.g.split_k = opt.split_k;
   p.g.split_serial = opt.split_mode == SplitKMode::serial;
-  p.g.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + ws.partials_offset);
-  p.g.partial_ld = ws.partial_ld;
-  p.g.partial_slice = ws.partial_ld * gd.m;
-  if (p.g.split_serial) {
-    // ktune's counters for this stream (zero, left zero: no memset), else the workspace's, zeroed now.
-    p.g.semaphores = split_k_counter_pool().get(stream, tiles * split_k_counters_per_tile(opt.split_k));
-    if (p.g.semaphores == nullptr) {
-      p.g.semaphores = static_cast<int*>(workspace);
-      KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(workspace, 0, ws.semaphore_bytes, stream), "conv split-K counters"));
-    }
-  }
+  KTUNE_RETURN_IF_ERROR(set_split_k_workspace(p.g, ws, gd.m, workspace,
+                                              p.g.split_serial ? tiles * split_k_counters_per_tile(opt.split_k) : 0,
+                                              stream, "conv split-K counters"));
   kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(opt.split_k)), CC.gemm.threads(), smem, stream>>>(p);
   KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "conv2d kernel launch (split-K)"));
   return p.g.split_serial ? Status{} : launch_splitk_reduce<Epi>(p.g, gd, stream);

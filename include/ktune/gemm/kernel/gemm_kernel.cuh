@@ -600,6 +600,25 @@ Status launch_splitk_reduce(const GemmParams<typename Epi::Params>& q, const Gem
   return cuda_status(cudaGetLastError(), "split-K reduction kernel launch");
 }
 
+// q's split-K fields over `workspace` laid out as ws (split_k_layout for a GEMM of m rows): the fp32
+// partials and, when `counters` > 0, that many split-K counters from ktune's per-stream pool (zero, left
+// zero: no memset), else the workspace's, zeroed in stream (`what` names that memset in its error).
+template <class EpiParams>
+Status set_split_k_workspace(GemmParams<EpiParams>& q, const SplitKLayout& ws, std::int64_t m, void* workspace,
+                             std::int64_t counters, cudaStream_t stream, const char* what = "split-K counters") {
+  q.partials = reinterpret_cast<float*>(static_cast<char*>(workspace) + ws.partials_offset);
+  q.partial_ld = ws.partial_ld;
+  q.partial_slice = ws.partial_ld * m;
+  if (counters > 0) {
+    q.semaphores = split_k_counter_pool().get(stream, counters);
+    if (q.semaphores == nullptr) {
+      q.semaphores = static_cast<int*>(workspace);
+      KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(workspace, 0, ws.semaphore_bytes, stream), what));
+    }
+  }
+  return {};
+}
+
 // Clusters of cfg's cluster shape (its cluster-dimension attribute) that fit on the whole device at once;
 // 0 if none, or if the occupancy query fails. (The sm80 cluster split-K launcher and the sm90 launchers.)
 template <auto Kernel>
@@ -664,16 +683,8 @@ Status launch_cluster_split_k(const GemmConfig& c, const GemmDesc& d, const Gemm
   q.split_k = opt.split_k;
   q.split_cluster = opt.split_cluster;
   const SplitKLayout ws = split_k_layout(c, d, opt);
-  if (ws.total_bytes > 0) {  // several clusters per tile: their partials, and a counter per (tile, rank)
-    q.partials = reinterpret_cast<float*>(static_cast<char*>(ops.workspace) + ws.partials_offset);
-    q.partial_ld = ws.partial_ld;
-    q.partial_slice = ws.partial_ld * d.m;
-    q.semaphores = split_k_counter_pool().get(stream, tiles * opt.split_cluster);
-    if (q.semaphores == nullptr) {
-      q.semaphores = static_cast<int*>(ops.workspace);
-      KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(ops.workspace, 0, ws.semaphore_bytes, stream), "cluster split-K counters"));
-    }
-  }
+  if (ws.total_bytes > 0)  // several clusters per tile: their partials, and a counter per (tile, rank)
+    KTUNE_RETURN_IF_ERROR(set_split_k_workspace(q, ws, d.m, ops.workspace, tiles * opt.split_cluster, stream, "cluster split-K counters"));
   return cuda_status(cudaLaunchKernelEx(&cfg, Kernel, q), "GEMM kernel launch (cluster split-K)");
 }
 
@@ -711,21 +722,11 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
     return cuda_status(cudaGetLastError(), "GEMM kernel launch");
   }
   // Split-K: slices along grid y, partials (and serial mode's counters) in the workspace.
-  const SplitKLayout ws = split_k_layout(C, d, opt);
   GemmParams<typename Epi::Params> q = p;
   q.split_k = opt.split_k;
   q.split_serial = opt.split_mode == SplitKMode::serial;
-  q.partials = reinterpret_cast<float*>(static_cast<char*>(ops.workspace) + ws.partials_offset);
-  q.partial_ld = ws.partial_ld;
-  q.partial_slice = ws.partial_ld * d.m;
-  if (q.split_serial) {
-    // ktune's counters for this stream (zero, left zero: no memset), else the workspace's, zeroed now.
-    q.semaphores = split_k_counter_pool().get(stream, tiles * split_k_counters_per_tile(opt.split_k));
-    if (q.semaphores == nullptr) {
-      q.semaphores = static_cast<int*>(ops.workspace);
-      KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(ops.workspace, 0, ws.semaphore_bytes, stream), "split-K counters"));
-    }
-  }
+  KTUNE_RETURN_IF_ERROR(set_split_k_workspace(q, split_k_layout(C, d, opt), d.m, ops.workspace,
+                                              q.split_serial ? tiles * split_k_counters_per_tile(opt.split_k) : 0, stream));
   kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(opt.split_k)), C.threads(), smem, stream>>>(q);
   KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "GEMM kernel launch (split-K)"));
   return q.split_serial ? Status{} : launch_splitk_reduce<Epi>(q, d, stream);

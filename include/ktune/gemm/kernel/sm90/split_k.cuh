@@ -308,21 +308,11 @@ inline Status check_sm90_split_k(const GemmConfig& c, const GemmDesc& d, const G
 template <class EpiParams>
 Status set_sm90_split_k(GemmParams<EpiParams>& q, const GemmConfig& c, const GemmDesc& d, const GemmOperands& ops,
                         const GemmLaunchOptions& opt, cudaStream_t stream) {
-  const SplitKLayout ws = sm90_split_k_layout(c, d, opt);
   q.split_k = opt.split_k;
   q.split_serial = opt.split_mode == SplitKMode::serial;
-  q.partials = reinterpret_cast<float*>(static_cast<char*>(ops.workspace) + ws.partials_offset);
-  q.partial_ld = ws.partial_ld;
-  q.partial_slice = ws.partial_ld * d.m;
-  if (q.split_serial) {
-    const std::int64_t subtiles = ceil_div(d.m, std::int64_t{c.warp.m}) * ceil_div(d.n, std::int64_t{c.warp.n});
-    q.semaphores = split_k_counter_pool().get(stream, subtiles * split_k_counters_per_tile(opt.split_k));
-    if (q.semaphores == nullptr) {
-      q.semaphores = static_cast<int*>(ops.workspace);
-      KTUNE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(ops.workspace, 0, ws.semaphore_bytes, stream), "split-K counters"));
-    }
-  }
-  return {};
+  const std::int64_t subtiles = ceil_div(d.m, std::int64_t{c.warp.m}) * ceil_div(d.n, std::int64_t{c.warp.n});
+  return set_split_k_workspace(q, sm90_split_k_layout(c, d, opt), d.m, ops.workspace,
+                               q.split_serial ? subtiles * split_k_counters_per_tile(opt.split_k) : 0, stream);
 }
 
 // q's stream-K fields for a launch of instance c (consumer sub-tiles `subtiles`) over at most `slots`
