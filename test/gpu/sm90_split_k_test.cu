@@ -9,10 +9,18 @@
 // garbage workspaces, graphs, streams.) "sm90 split-K: sanitizer target" is the small case the GPU
 // request runs under compute-sanitizer racecheck / synccheck. Serial mode only where
 // supports_serial_split_k (warpgroup tiles up to 64x128); the others must refuse it (checked).
+// Programmatic dependent launch: chains of launches that read the previous one's output, step by step
+// against float64 and back to back / in a graph bit-identical to that ("... sanitizer target" for
+// compute-sanitizer).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "gpu/split_k_checks.cuh"
@@ -270,4 +278,265 @@ TEST_CASE("sm90 cluster split-K: every cluster size of every instance that takes
   for (const GemmKernelEntry* e : sm90_tn_instances(dev))
     if (!supports_cluster_split_k(e->config)) CHECK(check_launch_options(*e, cluster_split_launch(2, 2)).code() == StatusCode::unsupported);
   MESSAGE(runs << " sm90 cluster split-K runs over " << instances.size() << " instances");
+}
+
+// ---- Programmatic dependent launch (kernel/sm90/kernel.cuh sm90_launch; KTUNE_SM90_PDL=0 turns it off)
+//
+// Chains of launches in one stream where each reads what the one before wrote and writes what the one
+// before read: step s computes X_{s+1} = alpha·X_s·B_s + beta·X_s + bias with C = X_s and the bias = row 0
+// of X_s, so the producer's first read (A) and the consumers' first reads (the bias prefetch, C) depend
+// on the previous launch; X_{s+1} goes into the buffer of X_{s-1}, which the previous launch read. The
+// steps cycle through launch kinds (plain, split-K parallel and serial, cluster 2, stream-K, cluster
+// split-K) and instances, all with one caller workspace (partials and counters reused step to step).
+// Reference: the chain run step by step (D poisoned before, a sync after each step; each step against
+// float64 of its own stored input, guard bands and ld padding checked), then the same chain launched
+// back to back and captured into a CUDA graph (replayed twice) must leave both buffers bit-identical.
+namespace {
+
+struct PdlStep {
+  const GemmKernelEntry* e;
+  GemmLaunchOptions lo;
+};
+
+// bf16 'tn' sm90 instances for the chains: one per schedule, plus the first that takes stream-K, serial
+// and cluster split-K where those are missing; with every launch kind each takes.
+std::vector<std::vector<PdlStep>> pdl_instance_launches(const std::vector<const GemmKernelEntry*>& instances) {
+  auto picks = one_bf16_per_schedule(instances);
+  const std::function<bool(const GemmConfig&)> wanted[] = {[](const GemmConfig& c) { return supports_stream_k(c); },
+                                                           [](const GemmConfig& c) { return supports_serial_split_k(c); },
+                                                           [](const GemmConfig& c) { return supports_cluster_split_k(c); }};
+  for (const auto& has : wanted)
+    if (std::none_of(picks.begin(), picks.end(), [&](const GemmKernelEntry* p) { return has(p->config); }))
+      for (const GemmKernelEntry* e : instances)
+        if (e->config.math == MathOp::wgmma_bf16 && has(e->config)) {
+          picks.push_back(e);
+          break;
+        }
+  GemmLaunchOptions pair;
+  pair.cluster = 2;
+  const GemmLaunchOptions kinds[] = {GemmLaunchOptions{},
+                                     split_k_launch(3, SplitKMode::parallel),
+                                     split_k_launch(3, SplitKMode::serial),
+                                     pair,
+                                     stream_k_launch(),
+                                     cluster_split_launch(2, 2)};
+  std::vector<std::vector<PdlStep>> out;
+  for (const GemmKernelEntry* e : picks) {
+    std::vector<PdlStep> v;
+    for (const GemmLaunchOptions& lo : kinds) {
+      if (lo.split_k > 1 && lo.split_mode == SplitKMode::serial && !supports_serial_split_k(e->config)) continue;
+      if (lo.split_mode == SplitKMode::cluster && !supports_cluster_split_k(e->config)) continue;
+      if (check_launch_options(*e, lo).ok()) v.push_back({e, lo});
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+// The chain's buffers: X[2] (n × n bf16, row-major, ld n + 8), B_s (col-major, ld n + 8), X_0 on the
+// device for resets, and one workspace for every step.
+struct PdlChain {
+  int n = 0;
+  float alpha = 1.0f, beta = 0.0f;
+  std::vector<PdlStep> steps;
+  Matrix x[2];
+  std::vector<Matrix> b;
+  std::vector<unsigned char> x0_image, poison_image;
+  DeviceBuffer x0, ws;
+
+  GemmDesc desc() const {
+    GemmDesc d = ktune::test::tn_problem(DType::bf16, n, n, n);
+    d.lda = d.ldc = d.ldd = x[0].st.ld;
+    d.ldb = b[0].st.ld;
+    d.epilogue = linear_combination(alpha, beta);
+    d.epilogue.bias = true;
+    return d;
+  }
+  Status launch(int s, cudaStream_t stream) {
+    const Matrix &in = x[s % 2], &out = x[(s + 1) % 2];
+    GemmOperands ops;
+    ops.a = in.data();
+    ops.b = b[static_cast<std::size_t>(s)].data();
+    ops.c = in.data();
+    ops.bias = in.data();  // row 0 of X_s
+    ops.d = out.data();
+    ops.workspace = ws.bytes > 0 ? ws.ptr : nullptr;
+    ops.workspace_bytes = ws.bytes;
+    GemmOptions opt;
+    opt.instance = steps[static_cast<std::size_t>(s)].e->name.data();
+    opt.launch = steps[static_cast<std::size_t>(s)].lo;
+    return gemm(desc(), ops, stream, opt);
+  }
+  // X[0] = X_0, X[1] poisoned (in stream: capturable).
+  void reset(cudaStream_t stream) {
+    KT_CUDA(cudaMemcpyAsync(x[0].dev.ptr, x0.ptr, x0.bytes, cudaMemcpyDeviceToDevice, stream));
+    KT_CUDA(cudaMemsetAsync(x[1].dev.ptr, kPoison, x[1].dev.bytes, stream));
+  }
+  std::string what(int s) const { return "n=" + std::to_string(n) + " step " + std::to_string(s) + " " + tactic_of(*steps[static_cast<std::size_t>(s)].e, steps[static_cast<std::size_t>(s)].lo); }
+};
+
+PdlChain make_pdl_chain(int n, std::vector<PdlStep> steps, std::uint64_t seed) {
+  PdlChain c;
+  c.n = n;
+  c.steps = std::move(steps);
+  c.alpha = 0.5f * static_cast<float>(std::sqrt(3.0 / n));  // X_s·B_s keeps X_s's scale; the sum grows ~1.2× per step
+  c.beta = -0.5f;
+  Rng rng(seed);
+  c.x[0] = random_matrix(storage(DType::bf16, n, n, true, 8), rng);
+  c.x[1] = poisoned(storage(DType::bf16, n, n, true, 8));
+  c.x0_image = c.x[0].image;
+  c.poison_image = c.x[1].image;
+  c.x0 = DeviceBuffer(c.x0_image.size());
+  backend::to_device(c.x0.ptr, c.x0_image.data(), c.x0_image.size());
+  for (std::size_t s = 0; s < c.steps.size(); ++s) c.b.push_back(random_matrix(storage(DType::bf16, n, n, false, 8), rng));
+  std::size_t need = 0;
+  for (const PdlStep& st : c.steps) {
+    GemmOptions opt;
+    opt.instance = st.e->name.data();
+    opt.launch = st.lo;
+    need = std::max(need, gemm_workspace_size(c.desc(), opt));
+  }
+  if (need > 0) c.ws = DeviceBuffer(need);
+  return c;
+}
+
+// The stored values (row-major) of an n × n bf16 image.
+std::vector<double> pdl_values(const Storage& st, const std::vector<unsigned char>& img) {
+  std::vector<double> v(static_cast<std::size_t>(st.rows * st.cols));
+  for (std::int64_t i = 0; i < st.rows; ++i)
+    for (std::int64_t j = 0; j < st.cols; ++j)
+      v[static_cast<std::size_t>(i * st.cols + j)] = decode(st.type, img.data() + static_cast<std::size_t>(st.first() + st.index(i, j)) * st.es());
+  return v;
+}
+
+// Step by step (sync after each) against float64; returns the final images of X[0] and X[1].
+std::pair<std::vector<unsigned char>, std::vector<unsigned char>> pdl_step_by_step(PdlChain& c, cudaStream_t stream) {
+  c.reset(stream);
+  backend::sync(stream);
+  const std::int64_t n = c.n;
+  DeviceBuffer acc_dev(static_cast<std::size_t>(n * n) * sizeof(double));
+  std::vector<double> acc(static_cast<std::size_t>(n * n));
+  std::vector<unsigned char> in_img = c.x0_image;
+  for (int s = 0; s < static_cast<int>(c.steps.size()); ++s) {
+    Matrix& out = c.x[(s + 1) % 2];
+    backend::to_device(out.dev.ptr, c.poison_image.data(), c.poison_image.size());
+    const Status st = c.launch(s, stream);
+    REQUIRE_MESSAGE(st.ok(), c.what(s) << ": " << st.to_string());
+    backend::sync(stream);
+    GemmDesc rd = c.desc();
+    reference_gemm_gpu(rd, c.x[s % 2].data(), c.b[static_cast<std::size_t>(s)].data(), reinterpret_cast<double*>(acc_dev.ptr));
+    KT_CUDA(cudaDeviceSynchronize());
+    backend::to_host(acc.data(), acc_dev.ptr, acc_dev.bytes);
+    const std::vector<double> in = pdl_values(c.x[s % 2].st, in_img);
+    const std::vector<double> bias(in.begin(), in.begin() + n);
+    const std::vector<double> ref = reference_epilogue(acc, n, n, rd.epilogue, &in, &bias, nullptr);
+    std::vector<unsigned char> img = out.download();
+    const Check ck = check_image(out.st, img, ref);
+    CHECK_MESSAGE(ck.ok(tolerance(MathOp::wgmma_bf16, DType::bf16)), c.what(s) << ": " << ck.summary());
+    in_img = std::move(img);
+  }
+  return {c.x[0].download(), c.x[1].download()};
+}
+
+// The whole chain back to back (no sync between launches); true if every launch was accepted.
+bool pdl_back_to_back(PdlChain& c, cudaStream_t stream) {
+  c.reset(stream);
+  for (int s = 0; s < static_cast<int>(c.steps.size()); ++s) {
+    const Status st = c.launch(s, stream);
+    CHECK_MESSAGE(st.ok(), c.what(s) << ": " << st.to_string());
+    if (!st.ok()) return false;
+  }
+  return true;
+}
+
+void check_pdl_chain(PdlChain& c) {
+  cudaStream_t s = nullptr;
+  KT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const auto want = pdl_step_by_step(c, s);
+  const std::string chain = "n=" + std::to_string(c.n) + ", " + std::to_string(c.steps.size()) + " steps";
+  // Back to back (no sync between the launches), three rounds.
+  for (int r = 0; r < 3; ++r) {
+    if (!pdl_back_to_back(c, s)) break;
+    backend::sync(s);
+    CHECK_MESSAGE(c.x[0].download() == want.first, chain << ", back to back (round " << r << "): X[0] differs from the step-by-step run");
+    CHECK_MESSAGE(c.x[1].download() == want.second, chain << ", back to back (round " << r << "): X[1] differs from the step-by-step run");
+  }
+  // Captured into a graph on a fresh stream (programmatic edges), replayed twice.
+  cudaStream_t g_stream = nullptr;
+  KT_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+  cudaGraph_t g = nullptr;
+  KT_CUDA(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeThreadLocal));
+  const bool ok = pdl_back_to_back(c, g_stream);
+  KT_CUDA(cudaStreamEndCapture(g_stream, &g));
+  if (ok) {
+    cudaGraphExec_t ge = nullptr;
+    KT_CUDA(cudaGraphInstantiate(&ge, g, 0));
+    for (int r = 0; r < 2; ++r) {
+      KT_CUDA(cudaGraphLaunch(ge, g_stream));
+      backend::sync(g_stream);
+      CHECK_MESSAGE(c.x[0].download() == want.first, chain << ", graph replay " << r << ": X[0] differs from the step-by-step run");
+      CHECK_MESSAGE(c.x[1].download() == want.second, chain << ", graph replay " << r << ": X[1] differs from the step-by-step run");
+    }
+    KT_CUDA(cudaGraphExecDestroy(ge));
+  }
+  KT_CUDA(cudaGraphDestroy(g));
+  KT_CUDA(cudaStreamDestroy(g_stream));
+  KT_CUDA(cudaStreamDestroy(s));
+}
+
+// Each instance's launch kinds twice over, then one chain interleaving every (instance, kind).
+std::vector<std::vector<PdlStep>> pdl_chains(const std::vector<std::vector<PdlStep>>& per_instance) {
+  std::vector<std::vector<PdlStep>> chains;
+  std::vector<PdlStep> mixed;
+  std::size_t longest = 0;
+  for (const auto& v : per_instance) {
+    std::vector<PdlStep> twice = v;
+    twice.insert(twice.end(), v.begin(), v.end());
+    chains.push_back(twice);
+    longest = std::max(longest, v.size());
+  }
+  for (std::size_t i = 0; i < longest; ++i)
+    for (const auto& v : per_instance)
+      if (i < v.size()) mixed.push_back(v[i]);
+  chains.push_back(mixed);
+  return chains;
+}
+
+}  // namespace
+
+TEST_CASE("sm90 programmatic dependent launch: chained launches read the previous one's output") {
+  DeviceInfo dev;
+  backend::device_info(dev);
+  const auto instances = sm90_tn_instances(dev);
+  if (instances.empty()) return;
+  const auto per_instance = pdl_instance_launches(instances);
+  std::uint64_t seed = 10100;
+  int steps = 0;
+  // 264: few tiles (the next launch's CTAs sit beside the running ones); 1032: more tiles than SMs.
+  for (int n : {264, 1032})
+    for (const auto& steps_of : pdl_chains(per_instance)) {
+      PdlChain c = make_pdl_chain(n, steps_of, seed++);
+      check_pdl_chain(c);
+      steps += static_cast<int>(steps_of.size());
+    }
+  MESSAGE(steps << " chained steps over " << per_instance.size() << " instances (KTUNE_SM90_PDL="
+                << (std::getenv("KTUNE_SM90_PDL") ? std::getenv("KTUNE_SM90_PDL") : "unset") << ")");
+}
+
+// The small case for compute-sanitizer racecheck / synccheck: the interleaved chain at n = 264, back to back.
+TEST_CASE("sm90 programmatic dependent launch: sanitizer target") {
+  DeviceInfo dev;
+  backend::device_info(dev);
+  const auto instances = sm90_tn_instances(dev);
+  if (instances.empty()) return;
+  PdlChain c = make_pdl_chain(264, pdl_chains(pdl_instance_launches(instances)).back(), 10200);
+  cudaStream_t s = nullptr;
+  KT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const auto want = pdl_step_by_step(c, s);
+  if (pdl_back_to_back(c, s)) {
+    backend::sync(s);
+    CHECK(c.x[0].download() == want.first);
+    CHECK(c.x[1].download() == want.second);
+  }
+  KT_CUDA(cudaStreamDestroy(s));
 }

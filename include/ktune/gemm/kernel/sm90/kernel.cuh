@@ -8,7 +8,8 @@
 // consumers run the fused epilogue (accumulators → per-warp staging in shared memory → epilogue →
 // vector stores; epilogue.cuh) while the producer already fills the ring for the next tile. Launched
 // in clusters of 2 CTAs, the pair's tiles share one operand, which the two producers multicast
-// (mainloop.cuh).
+// (mainloop.cuh). Launches are programmatic (sm90_launch: sm90_pdl_enabled): the kernel lets the next
+// one start after its barrier init and waits for the previous one before its first global access.
 //
 // Device code exists only for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL); other targets get a trapping body so
 // multi-architecture builds still compile, and the launcher refuses to run a non-sm_90a image.
@@ -206,6 +207,11 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   } else {
     __syncthreads();
   }
+  // Programmatic dependent launch (sm90_launch): the next kernel of the stream may start its prologue
+  // now. Its cudaGridDependencySynchronize waits for this grid's completion and memory, so this grid
+  // waits for the previous one before each role's first global access below (no-ops without the
+  // launch attribute).
+  cudaTriggerProgrammaticLaunchCompletion();
 
   // Work units: a cluster computes `cluster` adjacent tiles (along M when pairing shares B, else N);
   // units are rastered in groups, and CTA `rank` takes tile `rank` of its cluster's unit.
@@ -245,7 +251,8 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     // Producer warpgroup: one thread issues every TMA copy.
     if constexpr (consumer_wgs == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(smem_layout::sm90_producer_registers));
     if (threadIdx.x == 0) {
-      producer.prefetch();
+      producer.prefetch();  // (the tensor maps are kernel parameters: no dependency on the previous grid)
+      cudaGridDependencySynchronize();  // A, B (and the bias_mma copy) may be the previous grid's output
       RingState<S> st;
       if constexpr (!PingPong)  // (ping-pong's skip keeps its compile-time modulo)
         if (wide.ring > 0) st.stages = wide.ring;
@@ -272,6 +279,9 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
         for (int unit = first_unit; unit < works; unit += unit_step) cluster_k_producer_sync();
   } else {
     if constexpr (consumer_wgs == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(smem_layout::sm90_consumer_registers));
+    // Every global access of the consumers (bias, C, residual, D, split-K partials and counters, stream-K
+    // workspace) comes after the previous grid: it may write what this grid reads or read what it writes.
+    cudaGridDependencySynchronize();
     const int cw = wg - 1, lane = threadIdx.x & 31, warp_in_wg = (threadIdx.x >> 5) & 3;
     const int sub = PingPong ? 0 : cw;  // which warpgroup sub-tile of the block tile this consumer computes
     constexpr int warp_staging_bytes = sm90_kernel_staging_bytes(C, Sch) / (4 * consumer_wgs);
@@ -605,21 +615,39 @@ Sm90DStore sm90_d_store(DType t, void* d, std::int64_t m, std::int64_t n, std::i
   return s;
 }
 
-// The launch itself: `grid` CTAs, in clusters of `cluster` (1: a plain launch), then, for a split-K
-// launch in parallel mode, the reduction kernel that adds the partials and applies the epilogue.
+// Programmatic dependent launch of the sm90 kernels (warp_specialized_gemm: trigger after the barrier
+// init, wait before each role's first global access): the launch, CTA rasterization and prologue of a
+// ktune launch overlap the tail of the kernel before it in the stream (H200, session 8, graph replay of
+// back-to-back launches: 0.6-1.2 µs per launch, e.g. 1024³ 7.92 → 7.15 µs). A/B switch, read once:
+// KTUNE_SM90_PDL=0 launches plainly.
+inline bool sm90_pdl_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("KTUNE_SM90_PDL");
+    return v == nullptr || std::atoi(v) != 0;
+  }();
+  return on;
+}
+
+// The launch itself: `grid` CTAs, in clusters of `cluster` (1: no cluster attribute), programmatic where
+// sm90_pdl_enabled; then, for a split-K launch in parallel mode, the reduction kernel that adds the
+// partials and applies the epilogue: a plain launch (programmatic, it made the pair slower: session 8,
+// 128×4096×4096 @split2p 17.53 → 17.92 µs; session 4 found the same for sm80).
 template <class Epi, class... KernelArgs, class... Args>
 Status sm90_launch(void (*kernel)(KernelArgs...), std::int64_t grid, int cluster, int threads, int smem, cudaStream_t stream,
                    const GemmParams<typename Epi::Params>& p, const GemmDesc& d, bool split, const char* what,
                    Args&&... args) {
   if (grid > 0x7fffffff) return error(StatusCode::invalid_argument, "too many (tile, k-slice) units for one launch");
-  if (cluster <= 1) {
-    kernel<<<static_cast<unsigned>(grid), threads, smem, stream>>>(std::forward<Args>(args)...);
-    KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), what));
-  } else {
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = sm90_cluster_config(static_cast<unsigned>(grid), cluster, threads, smem, stream, attr);
-    KTUNE_RETURN_IF_ERROR(cuda_status(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...), what));
+  cudaLaunchAttribute attrs[2];
+  cudaLaunchConfig_t cfg = sm90_cluster_config(static_cast<unsigned>(grid), cluster, threads, smem, stream, attrs[0]);
+  if (cluster <= 1) cfg.numAttrs = 0;
+  if (sm90_pdl_enabled()) {
+    cudaLaunchAttribute& a = attrs[cfg.numAttrs++];
+    a = cudaLaunchAttribute{};
+    a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    a.val.programmaticStreamSerializationAllowed = 1;
   }
+  cfg.attrs = cfg.numAttrs > 0 ? attrs : nullptr;
+  KTUNE_RETURN_IF_ERROR(cuda_status(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...), what));
   return split && !p.split_serial ? launch_splitk_reduce<Epi>(p, d, stream) : Status{};
 }
 
