@@ -13,7 +13,7 @@ enum class Rule {
   instr_divides_warp,      // WM, WN must be multiples of the instruction (or thread-tile) shape
   instr_divides_bk,        // BK must hold an even number of instruction K steps
   threads_in_range,        // 32 ≤ threads ≤ max threads per block
-  stages_in_range,         // 2 ≤ stages ≤ 8 (a pipeline needs a slot being filled and one read)
+  stages_in_range,         // 2 ≤ stages ≤ 8, sm90 16 (a pipeline needs a slot being filled and one read)
   smem_fits,               // shared memory ≤ the architecture's opt-in limit per block
   registers_per_thread,    // estimated registers ≤ 255 (beyond that the compiler spills)
   registers_per_sm,        // threads × registers ≤ register file (one block must fit)

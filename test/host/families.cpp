@@ -34,7 +34,7 @@ struct FamilyList {};
 // The default families, in registration order, with their parameter-space size and survivor count.
 using DefaultFamilies = FamilyList<fam::Sm80MmaF16, fam::Sm80MmaF16Deep, fam::Sm80MmaF16Small, fam::Sm80MmaF16SmallM, fam::Sm80MmaF16SmallM32, fam::Sm80MmaF16Unaligned, fam::Sm80MmaTf32,
                                    fam::Sm80MmaTf32Unaligned, fam::Sm80SimtF32, fam::Sm90WgmmaF16, fam::Sm90WgmmaF16Small,
-                                   fam::Sm90WgmmaF16PingPong, fam::Sm90WgmmaTf32,
+                                   fam::Sm90WgmmaF16PingPong, fam::Sm90WgmmaF16N64, fam::Sm90WgmmaF16N64Deep, fam::Sm90WgmmaTf32,
                                    fam::Sm90WgmmaTf32PingPong>;
 struct Expected {
   std::string_view name;
@@ -53,6 +53,8 @@ constexpr Expected kExpected[] = {
     {"sm90_wgmma_f16", 32, 16},         // 2 × 4 × 2 tiles × 2 warpgroup tiles: 64x256 ∤ 256x128, 128x256 takes 64x256 (wgmma_full_width)
     {"sm90_wgmma_f16_small", 8, 8},     // 2 maths × 2 B layouts × 2 tiles (A row-major only)
     {"sm90_wgmma_f16_pingpong", 16, 8}, // 2 maths × 2 B layouts × 2 tiles × 2 warpgroup tiles: warp = tile only
+    {"sm90_wgmma_f16_n64", 1, 1},      // bf16 'tn' 128x64x64, two 64x64 warpgroups, 8 stages
+    {"sm90_wgmma_f16_n64_deep", 1, 1}, // bf16 'tn' 64x64x64, 12 stages
     {"sm90_wgmma_tf32", 16, 2},         // 4 layouts × 2 tiles × 2 warpgroup tiles: 'tn' only, 64x256 ∤ 256x128, wgmma_full_width
     {"sm90_wgmma_tf32_pingpong", 1, 1}, // 'tn' 128x128x32, ping-pong
 };

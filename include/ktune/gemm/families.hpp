@@ -193,6 +193,38 @@ struct Sm90WgmmaF16PingPong {
   static constexpr WgSchedule schedules[] = {WgSchedule::pingpong};
 };
 
+// What cuBLASLt runs on the small and medium bf16 shapes where it beat ktune (H200 s8-batchA, ncu:
+// notes/split-k.md "What cuBLASLt runs"): 64-column tiles of 64x64 warpgroup tiles and deep rings, in
+// clusters of 2 (the tuner's @cl2 tactic). 128x64 with two consumer warpgroups and 8 stages (1024^3:
+// nvjet 128x64, 8 stages, clusters of 2 along N; the pair shares A: sm90_pairs_along_m), bf16 'tn' only
+// (the shapes of issues 5/6; each instance costs build time).
+struct Sm90WgmmaF16N64 {
+  static constexpr std::string_view name = "sm90_wgmma_f16_n64";
+  static constexpr const ArchTraits& arch = sm90;
+  static constexpr MathOp maths[] = {wgmma_bf16};
+  static constexpr Layout a_layouts[] = {row};
+  static constexpr Layout b_layouts[] = {col};
+  static constexpr TileShape tiles[] = {{128, 64, 64}};
+  static constexpr WarpShape warps[] = {{64, 64}};
+  static constexpr int stages[] = {8};
+  static constexpr int aligns[] = {8};
+};
+
+// 64x64 tiles, one consumer warpgroup, a 12-stage ring (128x4096x4096: nvjet 64x64, 13 stages, clusters
+// of 2 along M multicasting B; 128 tiles without split-K or a second kernel). Its own family: in
+// Sm90WgmmaF16N64's product a 64x64 tile would also get 8 stages and 128x64 12 (which does not fit).
+struct Sm90WgmmaF16N64Deep {
+  static constexpr std::string_view name = "sm90_wgmma_f16_n64_deep";
+  static constexpr const ArchTraits& arch = sm90;
+  static constexpr MathOp maths[] = {wgmma_bf16};
+  static constexpr Layout a_layouts[] = {row};
+  static constexpr Layout b_layouts[] = {col};
+  static constexpr TileShape tiles[] = {{64, 64, 64}};
+  static constexpr WarpShape warps[] = {{64, 64}};
+  static constexpr int stages[] = {12};
+  static constexpr int aligns[] = {8};
+};
+
 // Hopper tf32 on fp32 operands: the same kernel as Sm90WgmmaF16 with wgmma m64nNk8 .tf32 and BK = 32
 // (one 128-byte swizzle row of fp32). wgmma reads 32-bit operands K-major only, so only 'tn' (A
 // row-major, B column-major) survives the constraint model (rule wgmma_k_major); the other layouts stay

@@ -40,8 +40,14 @@ inline double route_cost(const GemmKernelEntry& e, const GemmDesc& d) {
 // its epilogue not overlapped: tensor pipe 88.5% active against 95.1%) ~5% slower. One consumer warpgroup
 // (64x128) ran 0.64-0.70x cuBLASLt on those full-GPU shapes; its 0.85 (s4) only decides where its extra
 // tiles fill SMs that larger tiles leave idle (small M or N), which these runs did not re-measure.
+// 64-column warpgroup tiles (Sm90WgmmaF16N64/N64Deep, session 9): not measured yet. An m64n64k16 reads
+// 4 KB of shared memory per 32 tensor-core cycles, at the 128 B/cycle limit, so below the measured tiles;
+// ranked low (0.4) so the analytic pick stays what it was on every default shape until H200 numbers set
+// the rate (the tuner still times them: its top 48).
+inline constexpr double sm90_n64_tile_rate = 0.4;
 inline double sm90_tile_rate(const GemmConfig& c) {
   if (!is_wgmma(c.math)) return 1.0;
+  if (c.warp.n < 128) return sm90_n64_tile_rate;
   if (c.consumer_warpgroups() < 2) return 0.85;
   if (c.tile.m == 128 && c.tile.n == 128) return c.schedule == WgSchedule::pingpong ? 1.0 : 0.95;
   return 0.97;

@@ -229,7 +229,8 @@ constexpr Verdict validate_sm90(const GemmConfig& c, const ArchTraits& arch) {
   if (auto v = require(wgs >= 1 && wgs <= 2, Rule::warpgroups_in_range, wgs, 2); !v.ok()) return v;
   const GemmResources r = estimate_resources(c);
   if (auto v = require(r.threads <= arch.max_threads_per_block, Rule::threads_in_range, r.threads, arch.max_threads_per_block); !v.ok()) return v;
-  if (auto v = require(c.stages >= 2 && c.stages <= 8, Rule::stages_in_range, c.stages, 8); !v.ok()) return v;
+  // Up to 16: a 64x64 tile's 16 KB stages fit 13 deep (Sm90WgmmaF16N64Deep; the ring has no other limit).
+  if (auto v = require(c.stages >= 2 && c.stages <= 16, Rule::stages_in_range, c.stages, 16); !v.ok()) return v;
   if (auto v = require(r.smem_bytes <= arch.smem_optin_bytes, Rule::smem_fits, r.smem_bytes, arch.smem_optin_bytes); !v.ok()) return v;
   if (auto v = require(sm90_consumer_registers(c) <= sm90_consumer_register_budget(c), Rule::registers_per_thread, sm90_consumer_registers(c), sm90_consumer_register_budget(c)); !v.ok()) return v;
   // 16-byte vectors: 8 16-bit elements or 4 fp32 elements.

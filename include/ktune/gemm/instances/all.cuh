@@ -20,6 +20,8 @@ namespace ktune::detail {
   register_family<families::Sm90WgmmaF16>();
   register_family<families::Sm90WgmmaF16Small>();
   register_family<families::Sm90WgmmaF16PingPong>();
+  register_family<families::Sm90WgmmaF16N64>();
+  register_family<families::Sm90WgmmaF16N64Deep>();
   register_family<families::Sm90WgmmaTf32>();
   register_family<families::Sm90WgmmaTf32PingPong>();
   route::register_default_routes();  // after the families: routes run registered instances
