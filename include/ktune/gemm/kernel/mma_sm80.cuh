@@ -186,9 +186,11 @@ struct MmaMainloop {
     const int tid = threadIdx.x;
     if (kt_count < 0) kt_count = (K + BK - 1) / BK;
     if constexpr (iterated_copies) {
-      OperandTileIterator<CopyA, a_kc, T> ia(A, lda, m0, kt_first, M, K, tid);
-      OperandTileIterator<CopyB, b_kc, T> ib(B, ldb, n0, kt_first, N, K, tid);
-      run_pipelined_tiles(acc, smem, kt_count, [&](int slot, int) {
+      // The iterators see K end at the slice's end, so the copies past it (LoadPastEnd) read nothing.
+      const int k_end = min(K, (kt_first + kt_count) * BK);
+      OperandTileIterator<CopyA, a_kc, T> ia(A, lda, m0, kt_first, M, k_end, tid);
+      OperandTileIterator<CopyB, b_kc, T> ib(B, ldb, n0, kt_first, N, k_end, tid);
+      run_pipelined_tiles<true>(acc, smem, kt_count, [&](int slot, int) {
         char* sA = smem + slot * stage_bytes;
         ia.copy_and_advance(sA);
         ib.copy_and_advance(sA + TileA::bytes);
@@ -209,8 +211,10 @@ struct MmaMainloop {
     run_pipelined_tiles(acc, smem, (K + BK - 1) / BK, static_cast<LoadStage&&>(load));
   }
 
-  // The same over `k_tiles` k-tiles (zero leaves the accumulators zero).
-  template <class LoadStage>
+  // The same over `k_tiles` k-tiles (zero leaves the accumulators zero). LoadPastEnd: load() is also
+  // called for the stages-1 k-tiles past the end (each zero-fills its slot and reads nothing; nobody
+  // reads those slots), so the steady state issues its copies without a guard.
+  template <bool LoadPastEnd = false, class LoadStage>
   __device__ __forceinline__ static void run_pipelined_tiles(float (&acc)[MI][NI][4], char* smem, int k_tiles,
                                                              LoadStage&& load) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -261,8 +265,10 @@ struct MmaMainloop {
           // The copies of tile kt+stages-1 go out after the first half of the first step's mma
           // (H200, 128x256x32 bf16: 408 -> 418 TF/s with the serpentine order below).
           if (kk == 0 && i == MI / 2) {
+            // Tile kt+stages-1 goes to slot (kt-1) % stages, the one read last tile (read_slot is kt % stages
+            // here): no division by the stage count.
             const int next = kt + C.stages - 1;
-            if (next < k_tiles) load(next % C.stages, next);
+            if (LoadPastEnd || next < k_tiles) load(read_slot == 0 ? C.stages - 1 : read_slot - 1, next);
             copy_commit();
           }
 #pragma unroll

@@ -6,6 +6,21 @@
 
 namespace ktune::kernel {
 
+// One cp.async of Bytes (4, 8 or 16) from global `src` to shared `dst` that reads src when `in`, else
+// writes zeros and reads nothing (src-size 0). One LDGSTS with a run-time source size: the same copy
+// through __pipeline_memcpy_async(dst, src, Bytes, in ? 0 : Bytes) compiles to two predicated LDGSTS
+// (one per constant zero-fill size): 24 instead of 12 per k-tile in the 128x256x64 mainloop.
+template <int Bytes>
+__device__ __forceinline__ void cp_async_zfill(void* dst, const void* src, bool in) {
+  static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp.async copies 4, 8 or 16 bytes");
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  const unsigned src_size = in ? Bytes : 0;
+  if constexpr (Bytes == 16)  // .cg: L2 only (the operands are reused from shared memory, not L1)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(src_size));
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(d), "l"(src), "n"(Bytes), "r"(src_size));
+}
+
 // A Rows×Cols tile of T in shared memory, Cols contiguous. 16-byte chunks are XOR-swizzled so that
 // 8 consecutive rows at the same chunk column land in 8 different bank groups: ldmatrix reads and
 // the copy stage's writes are free of bank conflicts without padding.
@@ -56,6 +71,8 @@ struct TileCopy {
 
   __device__ __forceinline__ static void issue(char* dst, const T* src, bool in) {
     if constexpr (vec_bytes >= 4) {
+      // Not cp_async_zfill: with it ptxas spilled a SIMT f32 instance (Sm80SimtF32 #4, sm_90a, 36 bytes at
+      // its 128-register bound); the mma mainloops copy through OperandTileIterator where they can.
       __pipeline_memcpy_async(dst, src, vec_bytes, in ? 0 : vec_bytes);
     } else {
       *reinterpret_cast<T*>(dst) = in ? *src : T(0.0f);
@@ -112,7 +129,8 @@ struct OperandTileIterator {
   int k_left;            // K minus the current k-tile's first k, minus the thread's own k offset
   unsigned mn_in;        // bit i: vector i lies inside MN
 
-  // Operand base, leading dimension, the block's first MN index, the first k-tile, MN and K.
+  // Operand base, leading dimension, the block's first MN index, the first k-tile, MN and the end of K
+  // (K, or a split-K slice's end: copies past it zero-fill and read nothing).
   __device__ __forceinline__ OperandTileIterator(const T* base, std::int64_t ld, int mn0, int kt_first, int MN, int K,
                                                  int tid) {
     const int r0 = tid / Copy::vectors_per_row, c = (tid % Copy::vectors_per_row) * vec;
@@ -139,8 +157,7 @@ struct OperandTileIterator {
     for (int i = 0; i < Copy::iterations; ++i) {
       const bool k_in = KContig ? k_left > 0 : i * Copy::row_step < k_left;
       const bool in = k_in && (mn_in >> i & 1u);
-      __pipeline_memcpy_async(smem + dst + i * Copy::row_step * Tile::row_bytes, src + i * step, Copy::vec_bytes,
-                              in ? 0 : Copy::vec_bytes);
+      cp_async_zfill<Copy::vec_bytes>(smem + dst + i * Copy::row_step * Tile::row_bytes, src + i * step, in);
     }
     src += KContig ? std::int64_t{k_extent} : Copy::iterations * step;  // one k-tile: BK columns or BK rows
     k_left -= k_extent;
@@ -172,7 +189,7 @@ struct TransposingCopyF32 {
 #pragma unroll
     for (int i = 0; i < iterations; ++i) {
       const bool in = k_in && mn0 + i * mn_step < mn_limit;
-      __pipeline_memcpy_async(dst + i * mn_step * 4, src + i * step, 4, in ? 0 : 4);
+      cp_async_zfill<4>(dst + i * mn_step * 4, src + i * step, in);
     }
   }
 };
