@@ -71,8 +71,8 @@ struct TileCopy {
 
   __device__ __forceinline__ static void issue(char* dst, const T* src, bool in) {
     if constexpr (vec_bytes >= 4) {
-      // Not cp_async_zfill: with it ptxas spilled a SIMT f32 instance (Sm80SimtF32 #4, sm_90a, 36 bytes at
-      // its 128-register bound); the mma mainloops copy through OperandTileIterator where they can.
+      // Not cp_async_zfill: with it ptxas spilled ktune_gemm_sm80_simt_f32_nt_128x128x16_w32x64_s3_a4 (sm_90a,
+      // 36 bytes at its 128-register bound); the mma mainloops copy through OperandTileIterator where they can.
       __pipeline_memcpy_async(dst, src, vec_bytes, in ? 0 : vec_bytes);
     } else {
       *reinterpret_cast<T*>(dst) = in ? *src : T(0.0f);
