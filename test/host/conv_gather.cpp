@@ -49,6 +49,8 @@ static inline void __pipeline_memcpy_async(void* dst, const void* src, std::size
   if (zfill == n) std::memset(dst, 0, n);
   else std::memcpy(dst, src, n);
 }
+// smem.cuh's cp_async_zfill (not used by the gather) names it outside a dependent context.
+static inline std::size_t __cvta_generic_to_shared(const void*) { return 0; }
 static inline void __pipeline_commit() {}
 static inline void __pipeline_wait_prior(int) {}
 }  // namespace ktune::kernel
