@@ -97,6 +97,9 @@ inline Status conv2d(const Conv2dDesc& desc, const Conv2dOperands& ops, cudaStre
       return error(StatusCode::unsupported, "conv instance " + std::string(e.name) + " does not split K (split_k > 1)");
     if (lo.multicast > 1 && !is_sm90_iterator(e.config.iterator))
       return error(StatusCode::unsupported, "conv instance " + std::string(e.name) + " does not multicast (multicast = 2: the Hopper routes)");
+    if (lo.persistent > 0 && !conv_supports_persistent(e.config))
+      return error(StatusCode::unsupported, "conv instance " + std::string(e.name) +
+                                                " does not run a persistent grid (persistent > 0: the mma.sync optimized 128-row tiles)");
     if (lo.cluster_k > conv_cluster_k_limit(e.config))
       return error(StatusCode::unsupported, "conv instance " + std::string(e.name) + " takes cluster_k up to " +
                                                 std::to_string(conv_cluster_k_limit(e.config)) + ", got " + std::to_string(lo.cluster_k));

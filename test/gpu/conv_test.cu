@@ -597,3 +597,89 @@ TEST_CASE("conv2d: multicast pairs on the Hopper routes vs float64") {
   KTCONV_CUDA(cudaDeviceSynchronize());
   CHECK(y.download() == y.image);
 }
+
+// Persistent grid on the mma.sync 128-row tiles (ConvLaunchOptions::persistent, conv2d_fprop_persistent_kernel):
+// every such instance × 1 CTA per multiprocessor and the most that fit (conv_max_persistent: capped at the
+// occupancy), on problems with more tiles than resident CTAs (a CTA runs several: the next tile's prologue
+// goes out under the register epilogue), partial tiles along M and K (the staged epilogue: prologue after it),
+// 1 to 18 k-tiles; every epilogue kind in turn into f16/bf16/f32 y and bias + ReLU into the operand type, vs
+// float64 with poisoned y and guard bands. Then: bit-equal to the one-tile kernel (the same per-tile sums),
+// residual aliasing y, and the refusals (other instances; with split_k) write nothing.
+TEST_CASE("conv2d: persistent grid on the mma.sync 128-row tiles vs float64 and the one-tile kernel") {
+  const std::vector<const ConvKernelEntry*> pk =
+      entries_here([](const ConvKernelEntry& e) { return conv_supports_persistent(e.config); });
+  REQUIRE(!pk.empty());
+  const std::vector<Named> pk_problems = {
+      {"1x1, 12800 pixels, C=64, K=320 (partial last column of 128x128 / 128x256)", P(8, 40, 40, 64, 320, 1, 1, 0, 0)},
+      {"3x3 pad 1, 4608 pixels, C=32, K=200", P(8, 24, 24, 32, 200, 3, 3, 1, 1)},
+      {"3x3 pad 1, 6400 pixels, C=64 (18 k-tiles), K=136", P(16, 20, 20, 64, 136, 3, 3, 1, 1)},
+      {"1x1 stride 2, 1633 pixels (partial last row), C=16, K=2056", P(1, 46, 142, 16, 2056, 1, 1, 0, 0, 2, 2)},
+  };
+  std::vector<InstanceLaunches> table;
+  for (const ConvKernelEntry* entry : pk) {
+    std::vector<ConvLaunchOptions> launches;
+    for (int n : {1, conv_max_persistent}) {
+      ConvLaunchOptions lo;
+      lo.persistent = n;
+      launches.push_back(lo);
+    }
+    table.push_back({entry, launches});
+  }
+  const int runs = check_rotating(pk_problems, table, epilogues(), 7400, true).all;
+  MESSAGE(runs << " persistent runs");
+  CHECK(runs > 0);
+
+  // Bit-equal to the one-tile kernel (bias + ReLU into the operand type: the register epilogue).
+  const ConvCase c(P(8, 40, 40, 64, 320, 1, 1, 0, 0), 7490);
+  Conv2dDesc d = c.d;
+  d.epilogue = bias_activation(Activation::relu);
+  Rng rng(7491);
+  Tensor bias = random_tensor(d.type, d.k, rng);
+  const std::int64_t y_elems = conv_shape(d).y_elems;
+  for (const ConvKernelEntry* entry : pk) {
+    if (entry->config.operand() != d.type) continue;
+    Tensor y1(d.type, y_elems), y2(d.type, y_elems);
+    Conv2dOperands o;
+    o.x = c.x.data();
+    o.w = c.w.data();
+    o.bias = bias.data();
+    ConvOptions opt;
+    opt.instance = entry->name.data();
+    o.y = y1.data();
+    REQUIRE(conv2d(d, o, nullptr, opt).ok());
+    opt.launch.persistent = 1;
+    o.y = y2.data();
+    REQUIRE(conv2d(d, o, nullptr, opt).ok());
+    KTCONV_CUDA(cudaDeviceSynchronize());
+    INFO(entry->name << "@pk1 vs the one-tile launch");
+    CHECK(y1.download() == y2.download());
+  }
+
+  // Residual aliasing y; refusals write nothing.
+  EpilogueSpec ea = bias_activation(Activation::relu);
+  ea.residual = true;
+  Tensor y(c.d.type, y_elems);
+  Conv2dOperands o;
+  o.x = c.x.data();
+  o.w = c.w.data();
+  o.y = y.data();
+  for (const auto& entry : conv_table().entries()) {
+    if (!runs_here(entry) || entry.config.operand() != c.d.type || !accepts(entry, c.d, c)) continue;
+    ConvOptions opt;
+    opt.instance = entry.name.data();
+    opt.launch.persistent = 2;
+    if (conv_supports_persistent(entry.config)) {
+      const Check chk = run_and_check(c, ea, c.d.type, entry.name.data(), 7492, nullptr, true, opt.launch);
+      INFO(entry.name << "@pk2, residual aliasing y: " << chk.summary());
+      CHECK(chk.ok(tolerance(c.d.type)));
+      opt.launch.split_k = 2;
+      opt.launch.split_mode = SplitKMode::parallel;
+      CHECK(conv2d(c.d, o, nullptr, opt).code() == StatusCode::invalid_argument);
+    } else {
+      INFO(entry.name << "@pk2");
+      CHECK(conv2d(c.d, o, nullptr, opt).code() == StatusCode::unsupported);
+    }
+  }
+  KTCONV_CUDA(cudaDeviceSynchronize());
+  CHECK(y.download() == y.image);
+}

@@ -177,10 +177,10 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
   CHECK(conv_valid_count<families::Sm90ConvIm2col> == 8);
   // first-layer stem: f16/bf16 x C = 4/3, one block shape
   CHECK(conv_valid_count<families::Sm80ConvStem> == 4);
-  // 64x64 / 64x32 warp tiles: f16, 3 block shapes
+  // 64x64 / 64x32 warp tiles: f16/bf16 x 3 block shapes
   CHECK(conv_valid_count<families::Sm80ConvOptimizedWide> == conv_family_size<families::Sm80ConvOptimizedWide>);
-  CHECK(conv_valid_count<families::Sm80ConvOptimizedWide> == 3);
-  CHECK(expected == 14 + 14 + 4 + 3);
+  CHECK(conv_valid_count<families::Sm80ConvOptimizedWide> == 6);
+  CHECK(expected == 12 + 14 + 4 + 6);
   CHECK(conv_table().size() == expected);
   std::set<std::string> names;
   for (const auto& e : conv_table().entries()) {
@@ -199,7 +199,8 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
     CHECK(e.resources.smem_bytes <= (hopper ? sm90 : sm80).smem_optin_bytes);
   }
   CHECK(names.size() == conv_table().size());
-  for (const char* n : {"ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w32x32_s4_a8",
+  for (const char* n : {"ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w64x32_s4_a8",
+                        "ktune_conv2d_fprop_sm80_bf16_optimized_128x256x32_w64x64_s4_a8",
                         "ktune_conv2d_fprop_sm80_bf16_optimized_64x64x64_w32x32_s4_a8",
                         "ktune_conv2d_fprop_sm80_f16_few_channels_c4_128x64x32_w32x32_s4_a4",
                         "ktune_conv2d_fprop_sm80_bf16_few_channels_c3_256x64x32_w64x32_s3_a1",
@@ -210,7 +211,7 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
 }
 
 TEST_CASE("conv can_implement: reasons by iterator, type and alignment") {
-  const ConvKernelEntry* opt = conv_table().find("ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w32x32_s4_a8");
+  const ConvKernelEntry* opt = conv_table().find("ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w64x32_s4_a8");
   const ConvKernelEntry* fc4 = conv_table().find("ktune_conv2d_fprop_sm80_f16_few_channels_c4_128x64x32_w32x32_s4_a4");
   const ConvKernelEntry* an2 = conv_table().find("ktune_conv2d_fprop_sm80_f16_analytic_128x64x32_w32x32_s4_a2");
   REQUIRE(opt != nullptr);
@@ -340,7 +341,7 @@ TEST_CASE("conv select: by name, unknown names, and deterministic choices") {
   CHECK(select_conv(layer(2, 28, 64, 32, 3, 1), ops(), conv_table(), dev, opt, e).ok());
   REQUIRE(e != nullptr);
   CHECK(e->name == opt.instance);
-  opt.instance = "ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w32x32_s4_a8";
+  opt.instance = "ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w64x32_s4_a8";
   Status s = select_conv(layer(2, 28, 12, 32, 3, 1), ops(), conv_table(), dev, opt, e);
   CHECK(s.code() == StatusCode::misaligned);
   opt.instance = "no_such_conv";
@@ -373,25 +374,46 @@ TEST_CASE("conv select: by name, unknown names, and deterministic choices") {
   }
 }
 
-TEST_CASE("conv select: the measured tile policy (deep reductions on few tiles take BK = 64)") {
+TEST_CASE("conv select: the measured tile policy (deep reductions on few tiles take BK = 64, else the widest tile K fills)") {
   const DeviceInfo dev = fake_h200();
-  const ConvConfig t128{GemmConfig{80, MathOp::mma_f16, Layout::row, Layout::col, {128, 64, 32}, {32, 32}, 4, 8},
-                        ConvIterator::optimized, 0};
-  const ConvConfig t64{GemmConfig{80, MathOp::mma_f16, Layout::row, Layout::col, {64, 64, 64}, {32, 32}, 4, 8},
-                       ConvIterator::optimized, 0};
-  // 56x56 maps, shallow reductions, 3x3 on 64 channels: 128-row tiles
-  for (const Conv2dDesc& d : {layer(32, 56, 64, 64, 1, 1), layer(32, 56, 64, 64, 3, 1), layer(32, 56, 256, 128, 1, 1),
-                              layer(32, 28, 512, 128, 1, 1), layer(32, 7, 512, 2048, 1, 1)}) {
-    CHECK(conv_tile_mismatch(t128, d, dev) == 0);
-    CHECK(conv_tile_mismatch(t64, d, dev) == 2);
-    CHECK(chosen_sm80(d).config.gemm.tile.m == 128);
-  }
-  // deep reductions with few 128x64 tiles (14x14 and 7x7 maps): 64x64x64
-  for (const Conv2dDesc& d : {layer(32, 14, 256, 256, 3, 1), layer(32, 14, 1024, 256, 1, 1), layer(32, 7, 512, 512, 3, 1),
-                              layer(32, 7, 2048, 512, 1, 1)}) {
-    CHECK(conv_tile_mismatch(t64, d, dev) == 0);
-    CHECK(chosen_sm80(d).config.gemm.tile.k == 64);
-  }
+  auto opt = [](TileShape t, WarpShape w) {
+    return ConvConfig{GemmConfig{80, MathOp::mma_f16, Layout::row, Layout::col, t, w, 4, 8}, ConvIterator::optimized, 0};
+  };
+  const ConvConfig t128x64 = opt({128, 64, 32}, {64, 32}), t128x128 = opt({128, 128, 32}, {64, 64}),
+                   t128x256 = opt({128, 256, 32}, {64, 64}), t64 = opt({64, 64, 64}, {32, 32}),
+                   old128x64 = opt({128, 64, 32}, {32, 32});
+  struct Want {
+    Conv2dDesc d;
+    const ConvConfig* tile;
+  };
+  // The best unsplit mma.sync instance of H200 s8-batchA on the 14 C % 8 ResNet-50 layers (N = 32); 56^2
+  // 64->256 1x1 was a tie (128x128 49.6 us, 128x64 w64x32 49.7).
+  const Want wants[] = {{layer(32, 56, 64, 64, 1, 1), &t128x64},    {layer(32, 56, 64, 64, 3, 1), &t128x64},
+                        {layer(32, 56, 64, 256, 1, 1), &t128x128},  {layer(32, 56, 256, 64, 1, 1), &t128x64},
+                        {layer(32, 56, 256, 128, 1, 1), &t128x128}, {layer(32, 28, 128, 128, 3, 1), &t128x64},
+                        {layer(32, 28, 128, 512, 1, 1), &t128x128}, {layer(32, 28, 512, 128, 1, 1), &t128x64},
+                        {layer(32, 14, 256, 256, 3, 1), &t64},      {layer(32, 14, 1024, 256, 1, 1), &t64},
+                        {layer(32, 14, 256, 1024, 1, 1), &t128x128}, {layer(32, 7, 512, 512, 3, 1), &t64},
+                        {layer(32, 7, 2048, 512, 1, 1), &t64},      {layer(32, 7, 512, 2048, 1, 1), &t128x256}};
+  for (DType t : {DType::f16, DType::bf16})
+    for (const Want& w : wants) {
+      Conv2dDesc d = w.d;
+      d.type = t;  // as layer(..., t): y stays f16
+      CAPTURE(d.h);
+      CAPTURE(d.c);
+      CAPTURE(d.k);
+      CAPTURE(d.r);
+      CHECK(conv_tile_mismatch(*w.tile, d, dev) == 0);
+      for (const ConvConfig* other : {&t128x64, &t128x128, &t128x256, &t64})
+        if (other != w.tile) CHECK(conv_tile_mismatch(*other, d, dev) > 0);
+      const ConvConfig& c = chosen_sm80(d).config;
+      CHECK(c.gemm.tile == w.tile->gemm.tile);
+      CHECK(c.gemm.warp == w.tile->gemm.warp);
+      CHECK(c.gemm.math == (t == DType::bf16 ? MathOp::mma_bf16 : MathOp::mma_f16));
+    }
+  // a build without the wanted shape falls back to the nearest: 128x64 w32x32 is one warp shape off 128x64 w64x32
+  CHECK(conv_tile_mismatch(old128x64, layer(32, 56, 64, 64, 1, 1), dev) == 1);
+  CHECK(conv_tile_mismatch(t64, layer(32, 56, 64, 64, 1, 1), dev) == 3);
   // the same deep layer at batch 256 fills the GPU: back to 128-row tiles
   CHECK(chosen_sm80(layer(256, 14, 1024, 256, 1, 1)).config.gemm.tile.m == 128);
   // the C = 3 stem: the dedicated stem family (input rows staged once, no im2col gather)

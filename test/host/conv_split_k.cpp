@@ -5,6 +5,7 @@
 // proposal is a valid, parseable tactic. On a fake H200 with the real conv table; no GPU needed.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "conv_problem.hpp"
@@ -171,4 +172,73 @@ TEST_CASE("conv cluster split-K: limits, proposals, names, refusals") {
     bad.cluster_k = ck;
     CHECK(check_conv_launch_options(bad).code() == StatusCode::invalid_argument);
   }
+}
+
+TEST_CASE("conv persistent grid: which instances, proposals, names, refusals") {
+  const DeviceInfo dev = ktune::test::fake_h200();
+  int supported = 0;
+  for (const ConvKernelEntry& e : conv_table().entries()) {
+    CAPTURE(e.name);
+    const bool want = e.config.iterator == ConvIterator::optimized && e.config.gemm.tile.m == 128;
+    CHECK(conv_supports_persistent(e.config) == want);
+    supported += want;
+  }
+  CHECK(supported == 6);  // 128x64, 128x128, 128x256 (Sm80ConvOptimizedWide) x f16/bf16
+  // Proposed where the tiles take more than one wave of resident CTAs, at the estimated occupancy.
+  struct Layer {
+    Conv2dDesc d;
+    bool many_tiles;  // every supporting instance has more tiles than 132 x its CTAs per multiprocessor
+  };
+  const Layer layers[] = {{conv_problem(32, 56, 56, 64, 64, 1, 1, 0, 0), true},
+                          {conv_problem(32, 28, 28, 128, 512, 1, 1, 0, 0), true},
+                          {conv_problem(1, 7, 7, 512, 512, 3, 3, 1, 1), false}};
+  for (const Layer& l : layers) {
+    Conv2dDesc d = l.d;
+    d.type = d.out_type = DType::f16;
+    d.epilogue = bias_activation(Activation::relu);
+    int proposed = 0;
+    for (const ConvKernelEntry& e : conv_table().entries()) {
+      if (e.config.operand() != DType::f16 || !can_implement(e, d, ConvAlignment{8, 8, 8}, &dev).ok()) continue;
+      CAPTURE(e.name);
+      for (const ConvLaunchOptions& o : conv_launch_variants(e, d, dev)) {
+        if (o.persistent == 0) continue;
+        ++proposed;
+        CHECK(conv_supports_persistent(e.config));
+        CHECK(o.persistent == conv_persistent_ctas_per_sm(e.config));
+        CHECK(o.persistent <= conv_max_persistent);
+        double rows = 0, cols = 0;
+        conv_tile_grid(e, d, rows, cols);
+        CHECK(rows * cols > double(dev.sm_count) * o.persistent);
+        const std::string name = check_conv_tactic_round_trip(e, o, d, dev);
+        CHECK(name == std::string(e.name) + "@pk" + std::to_string(o.persistent));
+      }
+    }
+    CAPTURE(d.h);
+    CAPTURE(d.k);
+    CHECK((proposed == 3) == l.many_tiles);
+    if (!l.many_tiles) CHECK(proposed == 0);
+  }
+  // Names: canonical order (split, ck, mc, pk, rg), ranges, exclusions.
+  ConvLaunchOptions o;
+  std::string why;
+  CHECK(parse_conv_launch_suffix("pk2@rg16", o, why));
+  CHECK(o.persistent == 2);
+  CHECK(o.raster_group == 16);
+  CHECK(launch_suffix(o) == "pk2@rg16");
+  CHECK_FALSE(parse_conv_launch_suffix("rg16@pk2", o, why));
+  CHECK_FALSE(parse_conv_launch_suffix("pk0", o, why));
+  CHECK_FALSE(parse_conv_launch_suffix("pk5", o, why));
+  CHECK_FALSE(parse_conv_launch_suffix("pk02", o, why));
+  CHECK_FALSE(parse_conv_launch_suffix("split2p@pk2", o, why));
+  CHECK(why.find("pk<N> excludes") != std::string::npos);
+  for (int n : {-1, conv_max_persistent + 1}) {
+    ConvLaunchOptions bad;
+    bad.persistent = n;
+    CHECK(check_conv_launch_options(bad).code() == StatusCode::invalid_argument);
+  }
+  o = ConvLaunchOptions{};
+  o.persistent = 1;
+  CHECK(check_conv_launch_options(o).ok());
+  o.split_k = 2;
+  CHECK(check_conv_launch_options(o).code() == StatusCode::invalid_argument);
 }

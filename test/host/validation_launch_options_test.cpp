@@ -120,7 +120,7 @@ TEST_CASE("gemm(): launch options out of range are invalid arguments before anyt
 
 TEST_CASE("conv2d(): a raster group out of range is an invalid argument before anything is tuned or launched") {
   for (int rg : {0, -1, -8, max_raster_group + 1, 1 << 20, kIntMax, kIntMin})
-    for (const char* instance : {static_cast<const char*>(nullptr), "ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w32x32_s4_a8"}) {
+    for (const char* instance : {static_cast<const char*>(nullptr), "ktune_conv2d_fprop_sm80_f16_optimized_128x64x32_w64x32_s4_a8"}) {
       CAPTURE(rg);
       CAPTURE(instance != nullptr);
       ConvOptions opt;

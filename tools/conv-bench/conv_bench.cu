@@ -27,7 +27,8 @@
 // in parallel mode and, where the instance has it, serial mode, and with every cluster split-K size it
 // takes (cluster_k, "@ck2"). Those rows are named by tactic ("<instance>@split4p") and count for "best"
 // like instances. --multicast also times every Hopper instance in multicast pairs ("@mc2"). --sm80 times
-// only the mma.sync instances (and the pick): the issue's "with the mma.sync families alone" figure, faster.
+// only the mma.sync instances and picks among them (the mma.sync tile policy): the issue's "with the
+// mma.sync families alone" figure, faster; with --tactics also their persistent grids ("@pk2").
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -157,6 +158,11 @@ int main(int argc, char** argv) {
                                  std::make_shared<ktune::tuner::CudaConvBackend>(warm_opt), &ktune::conv_table());
   int tuned_is_best = 0;
   bool overhead_done = false;
+  // --sm80: the heuristic pick among the mma.sync instances alone (their tile policy, conv_tile_mismatch),
+  // as a device without the Hopper routes would choose.
+  ktune::ConvTable sm80_table;
+  for (const auto& e : ktune::conv_table().entries())
+    if (!ktune::is_sm90_iterator(e.config.iterator)) sm80_table.add(e);
   std::map<std::string, double> lg_route;
   std::map<std::string, int> n_route;
   int nl = 0;
@@ -204,7 +210,7 @@ int main(int argc, char** argv) {
 
     // ---- ktune: every instance that accepts the layer, and the one conv2d() picks
     const ktune::ConvKernelEntry* pick = nullptr;
-    CK(ktune::select_conv(d, o, ktune::conv_table(), dev, {}, pick), "select_conv");
+    CK(ktune::select_conv(d, o, sm80_only ? sm80_table : ktune::conv_table(), dev, {}, pick), "select_conv");
     // ---- the tuner's pick: ktune::conv2d() with default options tunes this key on its first call (here,
     // explicitly, to report the tuning time); timed below after every instance
     ktune::tuner::TuningReport tune_report;

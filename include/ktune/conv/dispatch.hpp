@@ -37,11 +37,17 @@ struct ConvLaunchOptions {
   // pair reads a quarter to a third fewer operand bytes from L2 (the Hopper routes; 1: off). Not with
   // split_k > 1 or cluster_k > 1.
   int multicast = 1;
+  // > 0: a persistent grid of this many CTAs per multiprocessor (at most the kernel's occupancy) walks the
+  // output tiles, issuing each next tile's first k-tiles under the current tile's register epilogue
+  // (conv_supports_persistent: the mma.sync optimized 128-row tiles). 0: one CTA per tile. Not with split_k > 1.
+  int persistent = 0;
 };
 
 // Largest cluster_k: the portable cluster size (8 CTAs); an instance's ring may hold fewer partials
 // (conv_cluster_k_limit).
 inline constexpr int conv_max_cluster_k = 8;
+// Largest ConvLaunchOptions::persistent (CTAs per multiprocessor): the mma.sync conv tiles fit at most 3.
+inline constexpr int conv_max_persistent = 4;
 
 // Launch options a caller may set: out of range is an invalid argument, never clamped silently
 // (ktune::conv2d checks them before it tunes or launches). The ranges are the GEMM's (dispatch.hpp).
@@ -63,6 +69,11 @@ inline Status check_conv_launch_options(const ConvLaunchOptions& o) {
     return error(StatusCode::invalid_argument, "conv multicast must be 1 or 2, got " + std::to_string(o.multicast));
   if (o.multicast == 2 && (o.split_k > 1 || o.cluster_k > 1))
     return error(StatusCode::invalid_argument, "conv multicast = 2 excludes split_k > 1 and cluster_k > 1");
+  if (o.persistent < 0 || o.persistent > conv_max_persistent)
+    return error(StatusCode::invalid_argument, "conv persistent must be in [0, " + std::to_string(conv_max_persistent) +
+                                                   "] CTAs per multiprocessor, got " + std::to_string(o.persistent));
+  if (o.persistent > 0 && (o.split_k > 1 || o.cluster_k > 1 || o.multicast > 1))
+    return error(StatusCode::invalid_argument, "conv persistent > 0 excludes split_k > 1, cluster_k > 1 and multicast = 2");
   return {};
 }
 
@@ -73,6 +84,23 @@ inline Status check_conv_launch_options(const ConvLaunchOptions& o) {
 constexpr bool conv_supports_split_k(const ConvConfig& c) {
   return c.iterator == ConvIterator::gemm1x1 || c.iterator == ConvIterator::tma_im2col ||
          (c.iterator == ConvIterator::optimized && c.gemm.tile.m == 128 && c.gemm.tile.n == 128);
+}
+
+// Conv instances that take ConvLaunchOptions::persistent > 0 (kernel/conv_kernel.cuh
+// conv2d_fprop_persistent_kernel): the mma.sync optimized iterator on 128-row tiles with the filters by the
+// k-tile iterator, the tiles of the short-reduction layers where every CTA runs fill -> 2-4 k-tiles ->
+// epilogue once and nothing overlaps the fill (notes/conv2d.md, session 8).
+constexpr bool conv_supports_persistent(const ConvConfig& c) {
+  return c.iterator == ConvIterator::optimized && c.gemm.tile.m == 128 && conv_b_iterated(c);
+}
+
+// CTAs per multiprocessor a persistent grid of the instance keeps (the persistent kernel's launch bound
+// and the tuner's @pk<N>): those of the one-tile kernel as ptxas compiles it (sm_90a: 128x64 w64x32 162
+// registers -> 3, 128x128 w64x64 244 -> 2, 128x256 with 256 threads -> 1). Unbounded, the tile loop's
+// state took 128x64 to 188 registers (2 CTAs); the register model (conv_resources) is too coarse for this.
+constexpr int conv_persistent_ctas_per_sm(const ConvConfig& c) {
+  if (c.gemm.threads() > 128) return 1;
+  return c.gemm.warp.m * c.gemm.warp.n <= 64 * 32 ? 3 : 2;
 }
 
 // The largest cluster_k an instance takes (1: none): tma_im2col with warpgroup tiles up to 64x128 (with
@@ -201,18 +229,50 @@ constexpr int gather_rank(const ConvConfig& c) {
   return 9;
 }
 
-// Tile policy measured on an H200 (the ResNet-50 layers of shared/ANCHORS.md at N = 32, every default
-// and 24 other block shapes timed; notes/conv2d.md): 128-row tiles with BK = 32 are fastest unless
-// the reduction is deep (R·S·C ≥ 1024) and 128×64 tiles would not fill two waves of two blocks per
-// multiprocessor — there 64-row tiles with BK = 64 are (by 5–25%). 0 for the preferred shape, more
-// for worse matches; the GEMM cost model breaks ties.
-inline int conv_tile_mismatch(const ConvConfig& c, const Conv2dDesc& d, const DeviceInfo& dev) {
-  if (is_sm90_iterator(c.iterator) || c.iterator == ConvIterator::stem) return 0;  // the mma.sync policy
+// Tile policy of the mma.sync conv instances, measured on an H200 (the 15 ResNet-50 layers of
+// shared/ANCHORS.md at N = 32, f16, bias + ReLU, every instance timed; notes/conv2d.md, s8-batchA):
+// - a deep reduction (R·S·C ≥ 1024) on too few 128x64 tiles for 2 per multiprocessor (the 14x14 / 7x7
+//   maps): 64x64x64 w32x32 (more CTAs, half the k-tiles); 28x28 3x3 128->128 (392 tiles, one wave of three
+//   128x64 w64x32 CTAs per multiprocessor) stays on 128x64 (28.5 us, the best there);
+// - else 128-row tiles with BK = 32, the widest that the output channels K fill: 128x256 w64x64 from
+//   K = 2048 (7x7 512->2048: 18.9 us vs 21.2 for 128x128), 128x128 w64x64 from K = 256 and at K = 128 when
+//   its tiles make two waves of two CTAs per multiprocessor (56x56 256->128: 39.6 us), else 128x64 w64x32
+//   (three CTAs per multiprocessor: 28x28 128->128 3x3 28.5 us, the 128x128 tiles there fill 196 of 264
+//   slots).
+struct ConvTileWant {
+  TileShape tile;
+  WarpShape warp;
+};
+
+inline bool conv_deep_and_few(const Conv2dDesc& d, const DeviceInfo& dev) {
   const ConvShape s = conv_shape(d);
   const double tiles_128x64 = double((s.m + 127) / 128) * double((d.k + 63) / 64);
-  const bool deep_and_few = s.kgemm >= 1024 && tiles_128x64 < 4.0 * std::max(1, dev.sm_count);
-  const int want_m = deep_and_few ? 64 : 128, want_k = deep_and_few ? 64 : 32;
-  return (c.gemm.tile.m != want_m ? 1 : 0) + (c.gemm.tile.k != want_k ? 1 : 0);
+  return s.kgemm >= 1024 && tiles_128x64 < 2.0 * std::max(1, dev.sm_count);
+}
+
+// 128x128 tiles at K = 128: only when they make two waves of two CTAs per multiprocessor.
+inline bool conv_128x128_fills(const Conv2dDesc& d, const DeviceInfo& dev) {
+  const ConvShape s = conv_shape(d);
+  const double tiles_128x128 = double((s.m + 127) / 128) * double((d.k + 127) / 128);
+  return tiles_128x128 >= 4.0 * std::max(1, dev.sm_count);
+}
+
+inline ConvTileWant conv_sm80_tile_want(const Conv2dDesc& d, const DeviceInfo& dev) {
+  if (conv_deep_and_few(d, dev)) return {{64, 64, 64}, {32, 32}};
+  if (d.k >= 2048) return {{128, 256, 32}, {64, 64}};
+  if (d.k >= 256 || (d.k >= 128 && conv_128x128_fills(d, dev))) return {{128, 128, 32}, {64, 64}};
+  return {{128, 64, 32}, {64, 32}};
+}
+
+// 0 for the wanted shape, one more per differing tile dimension or warp shape (a build without the wanted
+// instance falls back to the nearest); the GEMM cost model breaks ties. The stem and the Hopper routes
+// have their own policies.
+inline int conv_tile_mismatch(const ConvConfig& c, const Conv2dDesc& d, const DeviceInfo& dev) {
+  if (is_sm90_iterator(c.iterator) || c.iterator == ConvIterator::stem) return 0;
+  const ConvTileWant w = conv_sm80_tile_want(d, dev);
+  const GemmConfig& g = c.gemm;
+  return (g.tile.m != w.tile.m) + (g.tile.n != w.tile.n) + (g.tile.k != w.tile.k) +
+         (g.warp != w.warp);
 }
 
 // Relative time (lower is better) of a Hopper conv instance (routes gemm1x1, tma_im2col) on a problem.

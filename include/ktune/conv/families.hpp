@@ -1,7 +1,7 @@
 // ktune/conv/families.hpp — the default conv2d fprop families (sm80 mma.sync and sm90 TMA + wgmma, f16
 // and bf16 with fp32 accumulation). Tuning policy, kept apart from kernel code: the constraint model
 // prunes the product and the host tests list what survived. Instance counts are kept modest (build
-// time): 17 mma.sync, 14 Hopper.
+// time): 22 mma.sync (4 of them stems), 14 Hopper.
 #pragma once
 #include "ktune/arch.hpp"
 #include "ktune/conv/family.hpp"
@@ -14,13 +14,15 @@ namespace ktune::families {
 // 14x14 maps); 128x128 and 128x256 tiles with 64x64 warps were never competitive then (1 block per SM,
 // the staged epilogue). Session 8 (register epilogue, B by the k-tile iterator): see Sm80ConvOptimizedWide.
 
-// C % 8 == 0 (every ResNet layer after the first): 16-byte vectors, tap carried across k-tiles.
+// C % 8 == 0 (every ResNet layer after the first): 16-byte vectors, tap carried across k-tiles. 64x64x64
+// serves the deep reductions on few output tiles (14x14 / 7x7 maps at N = 32); the 128-row tiles are
+// Sm80ConvOptimizedWide's (128x64 w32x32 lost to 128x64 w64x32 on all 14 C % 8 layers in s8-batchA: dropped).
 struct Sm80ConvOptimized {
   static constexpr std::string_view name = "sm80_conv_optimized";
   static constexpr const ArchTraits& arch = sm80;
   static constexpr MathOp maths[] = {MathOp::mma_f16, MathOp::mma_bf16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::optimized, 8, 0}};
-  static constexpr ConvBlockShape blocks[] = {{{128, 64, 32}, {32, 32}}, {{64, 64, 64}, {32, 32}}};
+  static constexpr ConvBlockShape blocks[] = {{{64, 64, 64}, {32, 32}}};
   static constexpr int stages[] = {4};
 };
 
@@ -29,12 +31,12 @@ struct Sm80ConvOptimized {
 // notes/conv2d.md): 128x64 w64x32 on the 56x56 / 28x28 layers with K = 64 or 128 outputs and short
 // reductions (15.0 us vs 19.5 for 128x64 w32x32 on 56^2 64->64 1x1), 128x128 on 56^2 256->128, 28^2
 // 128->512, 14^2 256->1024 and (split-K 4) 7^2 3x3 512->512, 128x256 on 7^2 512->2048. 256x128 w64x64
-// and 256x64 w64x32 were timed there too and never won (dropped). f16 only: the bf16 twins were not
-// GPU-run this session (next: bf16, and drop the dominated 128x64 w32x32 of Sm80ConvOptimized).
+// and 256x64 w64x32 were timed there too and never won (dropped). bf16 twins since session 9 (same tiles,
+// same policy: conv_tile_mismatch).
 struct Sm80ConvOptimizedWide {
   static constexpr std::string_view name = "sm80_conv_optimized_wide";
   static constexpr const ArchTraits& arch = sm80;
-  static constexpr MathOp maths[] = {MathOp::mma_f16};
+  static constexpr MathOp maths[] = {MathOp::mma_f16, MathOp::mma_bf16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::optimized, 8, 0}};
   static constexpr ConvBlockShape blocks[] = {{{128, 128, 32}, {64, 64}}, {{128, 256, 32}, {64, 64}}, {{128, 64, 32}, {64, 32}}};
   static constexpr int stages[] = {4};

@@ -9,6 +9,7 @@
 //   ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_128x128x64_..._a8@split2s  split-K 2, serial (in-kernel) sum
 //   ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_128x64x64_..._a8@ck2       cluster split-K 2
 //   ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_128x64x64_..._a8@mc2       multicast pairs
+//   ktune_conv2d_fprop_sm80_f16_optimized_128x128x32_w64x64_s4_a8@pk2      persistent grid, 2 CTAs per SM
 //
 // Ranking (conv_rank_less): the order the heuristic conv choice uses, so rank 1 is exactly what the
 // Heuristic policy (and select_conv) runs: gather rank, then the measured tile policy of the mma.sync
@@ -41,7 +42,7 @@ struct ConvTactic {
 // Do two option sets launch the same way? (The split mode only matters when K is split.)
 inline bool same_launch(const ConvLaunchOptions& a, const ConvLaunchOptions& b) {
   return a.raster_group == b.raster_group && a.split_k == b.split_k && (a.split_k <= 1 || a.split_mode == b.split_mode) &&
-         a.cluster_k == b.cluster_k && a.multicast == b.multicast;
+         a.cluster_k == b.cluster_k && a.multicast == b.multicast && a.persistent == b.persistent;
 }
 inline bool is_default_launch(const ConvLaunchOptions& o) { return same_launch(o, ConvLaunchOptions{}); }
 
@@ -56,6 +57,7 @@ inline std::string launch_suffix(const ConvLaunchOptions& o) {
   if (o.split_k > 1) add("split" + std::to_string(o.split_k) + (o.split_mode == SplitKMode::parallel ? "p" : "s"));
   if (o.cluster_k > 1) add("ck" + std::to_string(o.cluster_k));
   if (o.multicast > 1) add("mc" + std::to_string(o.multicast));
+  if (o.persistent > 0) add("pk" + std::to_string(o.persistent));
   if (o.raster_group != ConvLaunchOptions{}.raster_group) add("rg" + std::to_string(o.raster_group));
   return s;
 }
@@ -99,6 +101,10 @@ inline bool parse_conv_launch_suffix(std::string_view s, ConvLaunchOptions& out,
     } else if (number("mc", tail, v) && tail.empty()) {
       if (v != 2) return bad("conv multicast '" + std::to_string(v) + "' is not 2 (pairs of CTAs)");
       o.multicast = v;
+    } else if (number("pk", tail, v) && tail.empty()) {
+      if (v < 1 || v > conv_max_persistent)
+        return bad("conv persistent '" + std::to_string(v) + "' is not an integer in [1, " + std::to_string(conv_max_persistent) + "]");
+      o.persistent = v;
     } else if (number("rg", tail, v) && tail.empty()) {
       if (v < 1 || v > conv_max_raster_group)
         return bad("conv raster group '" + std::to_string(v) + "' is not an integer in [1, " + std::to_string(conv_max_raster_group) + "]");
@@ -106,12 +112,14 @@ inline bool parse_conv_launch_suffix(std::string_view s, ConvLaunchOptions& out,
         return bad("raster group " + std::to_string(v) + " is the default (omit the launch options)");
       o.raster_group = v;
     } else {
-      return bad("conv launch options '" + std::string(s) + "': unknown option '" + std::string(knob) + "' (split<N>s|p, ck<N>, mc2, rg<N>)");
+      return bad("conv launch options '" + std::string(s) + "': unknown option '" + std::string(knob) + "' (split<N>s|p, ck<N>, mc2, pk<N>, rg<N>)");
     }
   }
   if (o.split_k > 1 && o.cluster_k > 1) return bad("conv launch options '" + std::string(s) + "': split<N> and ck<N> exclude each other");
   if (o.multicast > 1 && (o.split_k > 1 || o.cluster_k > 1))
     return bad("conv launch options '" + std::string(s) + "': mc2 excludes split<N> and ck<N>");
+  if (o.persistent > 0 && (o.split_k > 1 || o.cluster_k > 1 || o.multicast > 1))
+    return bad("conv launch options '" + std::string(s) + "': pk<N> excludes split<N>, ck<N> and mc2");
   if (s.empty() || launch_suffix(o) != s)
     return bad("conv launch options '" + std::string(s) + "' are not in canonical form (expected '" + launch_suffix(o) + "')");
   out = o;
@@ -246,11 +254,29 @@ inline std::vector<ConvLaunchOptions> conv_multicast_variants(const ConvKernelEn
   return out;
 }
 
+// A persistent grid (persistent = CTAs per multiprocessor, conv_persistent_ctas_per_sm) worth
+// timing for an mma.sync instance that has one (conv_supports_persistent): when its tiles take more than
+// one wave of resident CTAs, so some CTA runs two or more tiles and the next tile's fill can hide under
+// the current one's epilogue. (Not GPU-measured when it was proposed: ktune-conv-bench --sm80 --tactics.)
+inline std::vector<ConvLaunchOptions> conv_persistent_variants(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
+  std::vector<ConvLaunchOptions> out;
+  if (!conv_supports_persistent(e.config)) return out;
+  double rows = 0, cols = 0;
+  conv_tile_grid(e, d, rows, cols);
+  const int per_sm = conv_persistent_ctas_per_sm(e.config);
+  if (rows * cols <= double(std::max(1, dev.sm_count)) * per_sm) return out;
+  ConvLaunchOptions o;
+  o.persistent = per_sm;
+  out.push_back(o);
+  return out;
+}
+
 // The launch options worth timing for an instance on a problem, default first: a raster group of 16
 // when the grid has several tile columns, at least 32 tile rows and 4 waves (L2 reuse of the filters
 // across more rows; with one column grouping changes nothing); for the Hopper routes, the split counts
 // of conv_split_variants, (tma_im2col) the cluster sizes of conv_cluster_k_variants and the multicast
-// pairs of conv_multicast_variants.
+// pairs of conv_multicast_variants; for the mma.sync 128-row tiles, the persistent grid of
+// conv_persistent_variants.
 inline std::vector<ConvLaunchOptions> conv_launch_variants(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
   std::vector<ConvLaunchOptions> v{ConvLaunchOptions{}};
   double rows = 0, cols = 0;
@@ -259,6 +285,7 @@ inline std::vector<ConvLaunchOptions> conv_launch_variants(const ConvKernelEntry
   for (const ConvLaunchOptions& o : conv_cluster_k_variants(e, d, dev)) v.push_back(o);
   for (const ConvLaunchOptions& o : conv_split_variants(e, d, dev)) v.push_back(o);
   for (const ConvLaunchOptions& o : conv_multicast_variants(e, d, dev)) v.push_back(o);
+  for (const ConvLaunchOptions& o : conv_persistent_variants(e, d, dev)) v.push_back(o);
   return v;
 }
 

@@ -384,6 +384,8 @@ class Tuner {
       if (!suffix.empty() && !parse_conv_launch_suffix(suffix, lo, why)) return error(StatusCode::invalid_argument, why);
       if (lo.split_k > 1 && !conv_supports_split_k(e->config))
         return error(StatusCode::unsupported, "conv instance " + std::string(instance) + " does not split K");
+      if (lo.persistent > 0 && !conv_supports_persistent(e->config))
+        return error(StatusCode::unsupported, "conv instance " + std::string(instance) + " does not run a persistent grid");
       const ConvKey key = make_conv_key(desc, al);
       std::shared_ptr<ConvSlot> slot = conv_slot_for(*ctx, key);
       std::lock_guard lock(slot->mu);

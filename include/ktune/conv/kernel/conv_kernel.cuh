@@ -6,6 +6,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "ktune/conv/dispatch.hpp"
@@ -86,6 +87,69 @@ __global__ void __launch_bounds__(CfgT::value.gemm.threads(), target_blocks_per_
   store_tile<C, Epi, Mainloop>(p.g, acc, smem, m0, n0);
 }
 
+// Persistent form (ConvLaunchOptions::persistent > 0, conv_supports_persistent): a grid of at most the CTAs
+// resident at once walks the output tiles blockIdx.x, + gridDim.x, … in grouped-raster order. On the
+// short-reduction layers a CTA otherwise runs fill -> 2-4 k-tiles -> epilogue once and nothing hides the
+// fill's latency; here, when a tile's epilogue runs in registers (register_store: fused bias + ReLU or
+// alpha on a whole tile), the next tile's prologue (stages-1 k-tiles of the gather and the filters) is issued
+// before it, so those loads fly under the stores. Otherwise (the staged epilogue uses the ring's shared
+// memory) it is issued after the epilogue. The mainloop, gather, B iterator and epilogue are the
+// one-tile kernel's.
+template <class CfgT, class Epi>
+__global__ void __launch_bounds__(CfgT::value.gemm.threads(), conv_persistent_ctas_per_sm(CfgT::value))
+    conv2d_fprop_persistent_kernel(const ConvParams<typename Epi::Params> p) {
+  static constexpr ConvConfig CC = CfgT::value;
+  static constexpr GemmConfig C = CC.gemm;
+  using T = element_t<operand_type(C.math)>;
+  using Mainloop = MmaMainloop<C, T>;
+  using AIter = ConvAIterator<CC, T>;
+  using BIter = OperandTileIterator<typename Mainloop::CopyB, true, T>;
+  static_assert(conv_supports_persistent(CC) && BIter::applies, "persistent: optimized gather, filters by the k-tile iterator");
+  extern __shared__ __align__(128) char smem[];
+  const int tiles_m = (p.g.m + C.tile.m - 1) / C.tile.m, tiles_n = (p.g.n + C.tile.n - 1) / C.tile.n;
+  const int tiles = tiles_m * tiles_n, kt_count = (p.g.k + C.tile.k - 1) / C.tile.k;
+  const int tid = threadIdx.x;
+  const T* X = static_cast<const T*>(p.g.a);
+  const T* W = static_cast<const T*>(p.g.b);
+
+  int t = static_cast<int>(blockIdx.x);
+  const TileCoord first = grouped_raster(t, tiles_m, tiles_n, p.g.raster_group);
+  int m0 = first.m * C.tile.m, n0 = first.n * C.tile.n;
+  AIter a_iter;
+  a_iter.init(p.geo, m0, tid, 0);
+  BIter b_iter(W, p.g.ldb, n0, 0, p.g.n, p.g.k, tid);
+  auto load = [&](int slot, int kt) {
+    char* sA = smem + slot * Mainloop::stage_bytes;
+    a_iter.load(sA, X, p.geo, kt);
+    b_iter.copy_and_advance(sA + Mainloop::TileA::bytes);
+  };
+  // Aim the gather and the B iterator at tile `tile_id` and issue its prologue into slots 0 .. stages-2.
+  auto start = [&](int tile_id) {
+    const TileCoord tc = grouped_raster(tile_id, tiles_m, tiles_n, p.g.raster_group);
+    m0 = tc.m * C.tile.m;
+    n0 = tc.n * C.tile.n;
+    a_iter.init(p.geo, m0, tid, 0);
+    b_iter = BIter(W, p.g.ldb, n0, 0, p.g.n, p.g.k, tid);
+    Mainloop::issue_prologue(kt_count, load);
+  };
+  Mainloop::issue_prologue(kt_count, load);
+  typename Mainloop::Accumulators acc;
+  for (;;) {
+    Mainloop::template run_pipelined_tiles<false, true>(acc, smem, kt_count, load);
+    __syncthreads();  // every warp is done with the ring: the next prologue (or the staged epilogue) may use it
+    const int next = t + static_cast<int>(gridDim.x), tm0 = m0, tn0 = n0;
+    const bool in_registers = register_store<C, Epi>(p.g, tm0, tn0);  // uniform over the CTA
+    if (in_registers && next < tiles) start(next);
+    store_tile<C, Epi, Mainloop>(p.g, acc, smem, tm0, tn0);
+    if (next >= tiles) return;
+    if (!in_registers) {
+      __syncthreads();  // the staged epilogue has left the ring
+      start(next);
+    }
+    t = next;
+  }
+}
+
 // ---- Host side -------------------------------------------------------------------------------------
 
 inline ConvGeometry conv_geometry(const Conv2dDesc& d) {
@@ -136,6 +200,28 @@ Status launch_conv_with(const Conv2dDesc& d, const typename Epi::Params& ep, con
   const std::int64_t tiles = ceil_div(s.m, std::int64_t{CC.gemm.tile.m}) * ceil_div(d.k, std::int64_t{CC.gemm.tile.n});
   if (tiles > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
   KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(smem));
+  if (opt.persistent > 0) {
+    if constexpr (conv_supports_persistent(CC)) {
+      KTUNE_RETURN_IF_ERROR(check_conv_launch_options(opt));
+      constexpr auto pkernel = conv2d_fprop_persistent_kernel<CfgT, Epi>;
+      KTUNE_RETURN_IF_ERROR(ensure_smem_limit<pkernel>(smem));
+      DeviceInfo dev;
+      KTUNE_RETURN_IF_ERROR(current_device(dev));
+      static const int resident = [&] {  // CTAs per multiprocessor, as compiled (registers bind)
+        int n = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, pkernel, CC.gemm.threads(), smem) != cudaSuccess) {
+          (void)cudaGetLastError();
+          n = 0;
+        }
+        return n > 0 ? n : 1;
+      }();
+      const std::int64_t grid = std::min<std::int64_t>(tiles, std::int64_t{std::max(1, dev.sm_count)} * std::min(resident, opt.persistent));
+      pkernel<<<static_cast<unsigned>(grid), CC.gemm.threads(), smem, stream>>>(p);
+      return cuda_status(cudaGetLastError(), "conv2d kernel launch (persistent)");
+    } else {
+      return error(StatusCode::unsupported, "this mma.sync conv instance does not run a persistent grid (persistent > 0)");
+    }
+  }
   if (opt.split_k <= 1) {
     kernel<<<static_cast<unsigned>(tiles), CC.gemm.threads(), smem, stream>>>(p);
     return cuda_status(cudaGetLastError(), "conv2d kernel launch");

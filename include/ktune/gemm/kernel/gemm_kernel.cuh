@@ -244,6 +244,19 @@ __device__ __forceinline__ bool register_epilogue(const epilogue::Builtin::Param
          (e.activation == Activation::none || e.activation == Activation::relu);
 }
 
+// Does store_tile store the tile at (m0, n0) straight from the registers (its fast path: a whole tile,
+// register_epilogue, D in the operands' 16-bit type, 8-byte aligned rows)? Then it uses no shared memory,
+// so a persistent kernel may refill the pipeline's ring while it runs.
+template <GemmConfig C, class Epi, TileStore Mode = TileStore::epilogue>
+__device__ __forceinline__ bool register_store(const GemmParams<typename Epi::Params>& p, int m0, int n0) {
+  if constexpr (Mode == TileStore::epilogue && std::is_same_v<Epi, epilogue::Builtin> &&
+                (C.math == MathOp::mma_f16 || C.math == MathOp::mma_bf16))
+    return m0 + C.tile.m <= p.m && n0 + C.tile.n <= p.n && p.d_vec4 && p.d_type == operand_type(C.math) &&
+           register_epilogue(p.ep);
+  else
+    return false;
+}
+
 // That epilogue on one lane's accumulator pairs: f(j, v0, v1) is the packed 16-bit pair of columns 8j + 2t,
 // 8j + 2t + 1 of the lane's warp tile (n8 block j, t = lane % 4). The bias of those columns is read once
 // per tile into registers (scalar loads: the bias pointer need not be 4-byte aligned); without a bias
@@ -353,8 +366,7 @@ __device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params
   if constexpr (Mode == TileStore::epilogue && std::is_same_v<Epi, epilogue::Builtin> &&
                 (C.math == MathOp::mma_f16 || C.math == MathOp::mma_bf16)) {
     using T = element_t<operand_type(C.math)>;
-    if (m0 + C.tile.m <= p.m && n0 + C.tile.n <= p.n && p.d_vec4 && p.d_type == operand_type(C.math) &&
-        register_epilogue(p.ep)) {
+    if (register_store<C, Epi, Mode>(p, m0, n0)) {
       T* d = static_cast<T*>(p.d) + static_cast<std::int64_t>(row0) * p.ldd + col0;
       const T* bias = p.ep.bias != nullptr ? static_cast<const T*>(p.ep.bias) + col0 : nullptr;
       const RegisterEpilogue<T, Mainloop::NI> f(p.ep, bias);

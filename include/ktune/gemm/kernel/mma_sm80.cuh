@@ -71,6 +71,11 @@ struct MmaMainloop {
       OperandTileIterator<CopyA, a_kc, T>::applies && OperandTileIterator<CopyB, b_kc, T>::applies;
   // The register model (resource_model.hpp) charges the copies by the same test.
   static_assert(iterated_copies == mma_sm80_iterated_copies(C), "model and mainloop disagree on the k-tile iterators");
+  // Iterated copies issued for the k-tiles past the end too (run_pipelined_tiles' LoadPastEnd), on the
+  // f16/bf16 tiles of at least 128x128: there ptxas then spreads them between the HMMAs (SASS per k-tile,
+  // sm_90a: 128x256x64 250 -> 244 instructions, issue stalls 851 -> 795 cycles; Sm80MmaF16 likewise); on
+  // the tf32 and smaller tiles it scheduled worse (tf32 'nt' 128x128x32: stalls 769 -> 1788).
+  static constexpr bool past_end_copies = iterated_copies && !tf32 && BM * BN >= 128 * 128;
 
   // ---- ldmatrix addressing ------------------------------------------------------------------------
   // A lane's shared-memory offset for fragment (idx, kk) is computed once for (0, 0); the others are a
@@ -186,11 +191,11 @@ struct MmaMainloop {
     const int tid = threadIdx.x;
     if (kt_count < 0) kt_count = (K + BK - 1) / BK;
     if constexpr (iterated_copies) {
-      // The iterators see K end at the slice's end, so the copies past it (LoadPastEnd) read nothing.
+      // The iterators see K end at the slice's end, so copies past it (past_end_copies) read nothing.
       const int k_end = min(K, (kt_first + kt_count) * BK);
       OperandTileIterator<CopyA, a_kc, T> ia(A, lda, m0, kt_first, M, k_end, tid);
       OperandTileIterator<CopyB, b_kc, T> ib(B, ldb, n0, kt_first, N, k_end, tid);
-      run_pipelined_tiles<true>(acc, smem, kt_count, [&](int slot, int) {
+      run_pipelined_tiles<past_end_copies>(acc, smem, kt_count, [&](int slot, int) {
         char* sA = smem + slot * stage_bytes;
         ia.copy_and_advance(sA);
         ib.copy_and_advance(sA + TileA::bytes);
@@ -211,10 +216,23 @@ struct MmaMainloop {
     run_pipelined_tiles(acc, smem, (K + BK - 1) / BK, static_cast<LoadStage&&>(load));
   }
 
+  // The pipeline's prologue: the copies of k-tiles 0 .. stages-2 into slots 0 .. stages-2, one commit
+  // group each. A persistent kernel issues it for its next tile before the current tile's epilogue
+  // (slots free, epilogue in registers) and then runs run_pipelined_tiles<..., true>.
+  template <class LoadStage>
+  __device__ __forceinline__ static void issue_prologue(int k_tiles, LoadStage& load) {
+#pragma unroll
+    for (int s = 0; s < C.stages - 1; ++s) {
+      if (s < k_tiles) load(s, s);
+      copy_commit();
+    }
+  }
+
   // The same over `k_tiles` k-tiles (zero leaves the accumulators zero). LoadPastEnd: load() is also
   // called for the stages-1 k-tiles past the end (each zero-fills its slot and reads nothing; nobody
-  // reads those slots), so the steady state issues its copies without a guard.
-  template <bool LoadPastEnd = false, class LoadStage>
+  // reads those slots), so the steady state issues its copies without a guard. PrologueIssued: the
+  // caller already ran issue_prologue(k_tiles, load).
+  template <bool LoadPastEnd = false, bool PrologueIssued = false, class LoadStage>
   __device__ __forceinline__ static void run_pipelined_tiles(float (&acc)[MI][NI][4], char* smem, int k_tiles,
                                                              LoadStage&& load) {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -227,11 +245,7 @@ struct MmaMainloop {
         for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
     // Prologue: fill stages-1 slots, then wait for the first.
-#pragma unroll
-    for (int s = 0; s < C.stages - 1; ++s) {
-      if (s < k_tiles) load(s, s);
-      copy_commit();
-    }
+    if constexpr (!PrologueIssued) issue_prologue(k_tiles, load);
     copy_wait<C.stages - 2>();
     __syncthreads();
 
