@@ -71,11 +71,15 @@ struct MmaMainloop {
       OperandTileIterator<CopyA, a_kc, T>::applies && OperandTileIterator<CopyB, b_kc, T>::applies;
   // The register model (resource_model.hpp) charges the copies by the same test.
   static_assert(iterated_copies == mma_sm80_iterated_copies(C), "model and mainloop disagree on the k-tile iterators");
-  // Iterated copies issued for the k-tiles past the end too (run_pipelined_tiles' LoadPastEnd), on the
-  // f16/bf16 tiles of at least 128x128: there ptxas then spreads them between the HMMAs (SASS per k-tile,
-  // sm_90a: 128x256x64 250 -> 244 instructions, issue stalls 851 -> 795 cycles; Sm80MmaF16 likewise); on
-  // the tf32 and smaller tiles it scheduled worse (tf32 'nt' 128x128x32: stalls 769 -> 1788).
-  static constexpr bool past_end_copies = iterated_copies && !tf32 && BM * BN >= 128 * 128;
+  // Flat copies on the f16/bf16 tiles of at least 128x128 (16-byte vectors): each vector one LDGSTS
+  // (copy_and_advance<true>) and the copies issued for the k-tiles past the end too (run_pipelined_tiles'
+  // LoadPastEnd), so ptxas predicates the copy block and spreads it between the HMMAs. SASS per k-tile,
+  // sm_90a, 128x256x64 bf16 'tn': 265 -> 244 instructions, the compiler's issue stalls 950 -> 795 cycles;
+  // Sm80MmaF16 110-188 -> 85-157. Elsewhere the old form: on tf32 and the smaller tiles either change
+  // scheduled worse (stalls: tf32 'nt' 128x128x32 769 -> 1788 with LoadPastEnd, tf32 'a1' 'tn' 506 -> 1207
+  // and 64x64x64 614 -> 724 with one LDGSTS).
+  static constexpr bool flat_copies = iterated_copies && !tf32 && BM * BN >= 128 * 128 && CopyA::vec_bytes == 16 &&
+                                     CopyB::vec_bytes == 16;
 
   // ---- ldmatrix addressing ------------------------------------------------------------------------
   // A lane's shared-memory offset for fragment (idx, kk) is computed once for (0, 0); the others are a
@@ -191,14 +195,14 @@ struct MmaMainloop {
     const int tid = threadIdx.x;
     if (kt_count < 0) kt_count = (K + BK - 1) / BK;
     if constexpr (iterated_copies) {
-      // The iterators see K end at the slice's end, so copies past it (past_end_copies) read nothing.
+      // The iterators see K end at the slice's end, so copies past it (flat_copies) read nothing.
       const int k_end = min(K, (kt_first + kt_count) * BK);
       OperandTileIterator<CopyA, a_kc, T> ia(A, lda, m0, kt_first, M, k_end, tid);
       OperandTileIterator<CopyB, b_kc, T> ib(B, ldb, n0, kt_first, N, k_end, tid);
-      run_pipelined_tiles<past_end_copies>(acc, smem, kt_count, [&](int slot, int) {
+      run_pipelined_tiles<flat_copies>(acc, smem, kt_count, [&](int slot, int) {
         char* sA = smem + slot * stage_bytes;
-        ia.copy_and_advance(sA);
-        ib.copy_and_advance(sA + TileA::bytes);
+        ia.template copy_and_advance<flat_copies>(sA);
+        ib.template copy_and_advance<flat_copies>(sA + TileA::bytes);
       });
     } else {
       run_pipelined_tiles(acc, smem, kt_count, [&](int slot, int kt) {

@@ -150,14 +150,20 @@ struct OperandTileIterator {
     }
   }
 
-  // Issue the copies of the current k-tile into `smem` (a Tile) and move to the next k-tile.
+  // Issue the copies of the current k-tile into `smem` (a Tile) and move to the next k-tile. OneLdgsts:
+  // each 16-byte vector as one LDGSTS (cp_async_zfill) instead of __pipeline_memcpy_async's two predicated
+  // ones; the mma mainloop chooses it per tile (MmaMainloop::flat_copies says where and why).
+  template <bool OneLdgsts = false>
   __device__ __forceinline__ void copy_and_advance(char* smem) {
     static_assert(applies, "OperandTileIterator::applies is false for this copy");
+    static_assert(!OneLdgsts || Copy::vec_bytes == 16, "cp_async_zfill is used for 16-byte vectors only");
 #pragma unroll
     for (int i = 0; i < Copy::iterations; ++i) {
       const bool k_in = KContig ? k_left > 0 : i * Copy::row_step < k_left;
       const bool in = k_in && (mn_in >> i & 1u);
-      cp_async_zfill<Copy::vec_bytes>(smem + dst + i * Copy::row_step * Tile::row_bytes, src + i * step, in);
+      char* d = smem + dst + i * Copy::row_step * Tile::row_bytes;
+      if constexpr (OneLdgsts) cp_async_zfill<16>(d, src + i * step, in);
+      else __pipeline_memcpy_async(d, src + i * step, Copy::vec_bytes, in ? 0 : Copy::vec_bytes);
     }
     src += KContig ? std::int64_t{k_extent} : Copy::iterations * step;  // one k-tile: BK columns or BK rows
     k_left -= k_extent;
