@@ -211,6 +211,7 @@ int main(int argc, char** argv) {
     // ---- ktune: every instance that accepts the layer, and the one conv2d() picks
     const ktune::ConvKernelEntry* pick = nullptr;
     CK(ktune::select_conv(d, o, sm80_only ? sm80_table : ktune::conv_table(), dev, {}, pick), "select_conv");
+    pick = ktune::conv_table().find(pick->name);  // sm80_table holds copies: the rows below compare table addresses
     // ---- the tuner's pick: ktune::conv2d() with default options tunes this key on its first call (here,
     // explicitly, to report the tuning time); timed below after every instance
     ktune::tuner::TuningReport tune_report;
