@@ -28,7 +28,8 @@
 // takes (cluster_k, "@ck2"). Those rows are named by tactic ("<instance>@split4p") and count for "best"
 // like instances. --multicast also times every Hopper instance in multicast pairs ("@mc2"). --sm80 times
 // only the mma.sync instances and picks among them (the mma.sync tile policy): the issue's "with the
-// mma.sync families alone" figure, faster; with --tactics also their persistent grids ("@pk2").
+// mma.sync families alone" figure, faster (no tuning: the "tuned" figures fall back to the pick); with
+// --tactics also their persistent grids ("@pk2").
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -217,7 +218,7 @@ int main(int argc, char** argv) {
     ktune::tuner::TuningReport tune_report;
     double tuning_ms = 0;
     const ktune::ConvTactic* tac = nullptr;
-    {
+    if (!sm80_only) {  // (--sm80: the tuners would rank the Hopper routes; their time goes to the mma.sync rows)
       const auto c0 = std::chrono::steady_clock::now();
       const ktune::Status ts = ktune::default_tuner().tune_conv(d, ktune::alignment_of(d, o), &tune_report);
       tuning_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count();
@@ -340,7 +341,7 @@ int main(int argc, char** argv) {
     std::string warm_name = "(none)";
     {
       const ktune::ConvTactic* wt = nullptr;
-      if (warm_tuner.select_conv(d, o, s, wt).ok() && wt != nullptr) {
+      if (!sm80_only && warm_tuner.select_conv(d, o, s, wt).ok() && wt != nullptr) {
         warm_name = wt->name;
         t_warm = time_us(s, [&](int, cudaStream_t st) { return wt->entry->launch(d, o, wt->launch, st); });
       }
