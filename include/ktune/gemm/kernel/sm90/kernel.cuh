@@ -8,7 +8,7 @@
 // consumers run the fused epilogue (accumulators → per-warp staging in shared memory → epilogue →
 // vector stores; epilogue.cuh) while the producer already fills the ring for the next tile. Launched
 // in clusters of 2 CTAs, the pair's tiles share one operand, which the two producers multicast
-// (mainloop.cuh). Launches are programmatic (sm90_launch: sm90_pdl_enabled): the kernel lets the next
+// (mainloop.cuh). Short launches are programmatic (sm90_launch: sm90_pdl_enabled): the kernel lets the next
 // one start after its barrier init and waits for the previous one before its first global access.
 //
 // Device code exists only for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL); other targets get a trapping body so
@@ -617,19 +617,31 @@ Sm90DStore sm90_d_store(DType t, void* d, std::int64_t m, std::int64_t n, std::i
 
 // Programmatic dependent launch of the sm90 kernels (warp_specialized_gemm: trigger after the barrier
 // init, wait before each role's first global access): the launch, CTA rasterization and prologue of a
-// ktune launch overlap the tail of the kernel before it in the stream (H200, session 8, graph replay of
-// back-to-back launches: 0.6-1.2 µs per launch, e.g. 1024³ 7.92 → 7.15 µs). A/B switch, read once:
-// KTUNE_SM90_PDL=0 launches plainly.
-inline bool sm90_pdl_enabled() {
-  static const bool on = [] {
+// ktune launch overlap the tail of the kernel before it in the stream. It pays on short GEMMs (H200,
+// session 9, graph replay of back-to-back launches: 1024³ 7.22 → 6.42 µs, 256³ 3.77 → 2.91) and cost
+// ~0.3-1.5% on long ones (4096×11008×4096 pp_128x128 0.545 → 0.553 ms, 4096³ 0.205 → 0.206, two
+// rounds each), so by default only GEMMs of M·N·K ≤ 2^33 (≲ 25 µs) launch programmatically.
+// A/B switch, read once: KTUNE_SM90_PDL=0 never, =1 always.
+enum class Sm90Pdl { off, on, small_only };
+inline Sm90Pdl sm90_pdl_mode() {
+  static const Sm90Pdl mode = [] {
     const char* v = std::getenv("KTUNE_SM90_PDL");
-    return v == nullptr || std::atoi(v) != 0;
+    if (v == nullptr || *v == '\0') return Sm90Pdl::small_only;
+    return std::atoi(v) != 0 ? Sm90Pdl::on : Sm90Pdl::off;
   }();
-  return on;
+  return mode;
+}
+inline constexpr double sm90_pdl_max_mnk = 8589934592.0;  // 2^33
+inline bool sm90_pdl_enabled(const GemmDesc& d) {
+  switch (sm90_pdl_mode()) {
+    case Sm90Pdl::off: return false;
+    case Sm90Pdl::on: return true;
+    default: return static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k) <= sm90_pdl_max_mnk;
+  }
 }
 
 // The launch itself: `grid` CTAs, in clusters of `cluster` (1: no cluster attribute), programmatic where
-// sm90_pdl_enabled; then, for a split-K launch in parallel mode, the reduction kernel that adds the
+// sm90_pdl_enabled(d); then, for a split-K launch in parallel mode, the reduction kernel that adds the
 // partials and applies the epilogue: a plain launch (programmatic, it made the pair slower: session 8,
 // 128×4096×4096 @split2p 17.53 → 17.92 µs; session 4 found the same for sm80).
 template <class Epi, class... KernelArgs, class... Args>
@@ -640,7 +652,7 @@ Status sm90_launch(void (*kernel)(KernelArgs...), std::int64_t grid, int cluster
   cudaLaunchAttribute attrs[2];
   cudaLaunchConfig_t cfg = sm90_cluster_config(static_cast<unsigned>(grid), cluster, threads, smem, stream, attrs[0]);
   if (cluster <= 1) cfg.numAttrs = 0;
-  if (sm90_pdl_enabled()) {
+  if (sm90_pdl_enabled(d)) {
     cudaLaunchAttribute& a = attrs[cfg.numAttrs++];
     a = cudaLaunchAttribute{};
     a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
