@@ -48,6 +48,7 @@ struct Measurement {
   double spread = 0;    // IQR / median
   RepeatDecision stop = RepeatDecision::stable;
   bool exceeded_bound = false;  // a run took longer than max_launch_ms (ms holds that run's time)
+  int chain = 1;                // launches per repeat, back to back (ms is per launch)
 };
 
 struct Validation {

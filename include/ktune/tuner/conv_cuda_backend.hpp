@@ -193,7 +193,7 @@ class CudaConvSession : public ConvTuningSession {
     double est = 0;
     if (auto it = first_ms_.find(t.name); it != first_ms_.end()) est = it->second;
     return detail::time_repeats(pool_, opt_.flush_l2, est, req, t0,
-                                [&](cudaStream_t stream) { return e.launch(d_, ops_, t.launch, stream); });
+                                [&](cudaStream_t stream, int) { return e.launch(d_, ops_, t.launch, stream); });
   }
 
   std::size_t scratch_bytes() const override { return scratch_bytes_; }

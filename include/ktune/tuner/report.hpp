@@ -61,6 +61,7 @@ struct TacticRecord {
   double tflops = std::numeric_limits<double>::quiet_NaN();
   double rel_error = std::numeric_limits<double>::quiet_NaN();
   int repeats = 0;
+  int chain = 1;         // launches per timed repeat (back to back; ms is per launch)
   int rank = 0;          // cost-model rank, 1 = best; 0 when not ranked
   std::string detail;    // why (reason of the rejection, tie-break, error message)
 };
@@ -174,7 +175,7 @@ inline std::vector<std::string> tactic_lines(const TuningReport& r) {
     line += pad(std::isnan(t.tflops) ? std::string("-") : detail::fmt("%.1f", t.tflops), 9);
     line += to_string(t.status);
     if (!std::isnan(t.rel_error) && t.status != TacticStatus::cannot_implement) line += detail::fmt(" (err %.1e)", t.rel_error);
-    if (t.repeats > 0) line += " x" + std::to_string(t.repeats);
+    if (t.repeats > 0) line += " x" + std::to_string(t.repeats) + (t.chain > 1 ? " chains of " + std::to_string(t.chain) : std::string());
     if (!t.detail.empty()) line += ": " + t.detail;
     out.push_back(std::move(line));
   }

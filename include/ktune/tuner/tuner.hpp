@@ -1009,6 +1009,7 @@ class Tuner {
           if (opt.max_ms_per_key > 0) req.budget_ms = std::max(0.0, opt.max_ms_per_key - ms_since(m0)) / double(keep - i);
           const Measurement m = session->measure(tac, req);
           t.repeats = m.repeats;
+          t.chain = m.chain;
           if (!m.status.ok()) {
             t.status = TacticStatus::failed_launch;
             t.detail = m.status.message();
