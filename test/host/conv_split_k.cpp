@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "conv_problem.hpp"
 #include "conv_tactic_check.hpp"
@@ -26,6 +27,49 @@ std::vector<ConvLaunchOptions> split_proposals(const ConvKernelEntry& e, const C
   for (const ConvLaunchOptions& o : conv_launch_variants(e, d, dev))
     if (o.split_k > 1) out.push_back(o);
   return out;
+}
+
+// One launch-suffix token (ck<N>, pk<N>): `accepted` ("<token>@rg16", canonical order) parses into
+// `field` == value and raster group 16 and prints back as itself; none of `rejected` parses. Returns the
+// last rejection's reason.
+struct SuffixSpellings {
+  const char* accepted;
+  int ConvLaunchOptions::*field;
+  int value;
+  std::vector<const char*> rejected;
+};
+
+std::string check_suffix_spellings(const SuffixSpellings& s) {
+  ConvLaunchOptions o;
+  std::string why;
+  CHECK(parse_conv_launch_suffix(s.accepted, o, why));
+  CHECK(o.*s.field == s.value);
+  CHECK(o.raster_group == 16);
+  CHECK(launch_suffix(o) == s.accepted);
+  for (const char* r : s.rejected) {
+    CAPTURE(r);
+    CHECK_FALSE(parse_conv_launch_suffix(r, o, why));
+  }
+  return why;
+}
+
+// The launches conv_launch_variants proposes for d (into f16, bias + ReLU) on dev that pass keep(o), each
+// f16 instance that takes d in turn (its name captured): each(entry, d, o) checks one. Returns how many.
+template <class Keep, class Each>
+int check_f16_proposals(Conv2dDesc d, const DeviceInfo& dev, Keep keep, Each each) {
+  d.type = d.out_type = DType::f16;
+  d.epilogue = bias_activation(Activation::relu);
+  int proposed = 0;
+  for (const ConvKernelEntry& e : conv_table().entries()) {
+    if (e.config.operand() != DType::f16 || !can_implement(e, d, ConvAlignment{8, 8, 8}, &dev).ok()) continue;
+    CAPTURE(e.name);
+    for (const ConvLaunchOptions& o : conv_launch_variants(e, d, dev)) {
+      if (!keep(o)) continue;
+      ++proposed;
+      each(e, d, o);
+    }
+  }
+  return proposed;
 }
 
 }  // namespace
@@ -128,41 +172,23 @@ TEST_CASE("conv cluster split-K: limits, proposals, names, refusals") {
     CHECK(limit <= conv_max_cluster_k);
     CHECK(long(limit - 1) * g.tile.m * g.tile.n * 4 <= long(g.stages) * (g.tile.m + g.tile.n) * g.tile.k * 2);
   }
-  Conv2dDesc d = conv_problem(32, 7, 7, 512, 512, 3, 3, 1, 1);
-  d.type = d.out_type = DType::f16;
-  d.epilogue = bias_activation(Activation::relu);
-  int proposed = 0;
-  for (const ConvKernelEntry& e : conv_table().entries()) {
-    if (e.config.operand() != DType::f16 || !can_implement(e, d, ConvAlignment{8, 8, 8}, &dev).ok()) continue;
-    CAPTURE(e.name);
-    for (const ConvLaunchOptions& o : conv_launch_variants(e, d, dev)) {
-      if (o.cluster_k <= 1) continue;
-      ++proposed;
-      CHECK(o.split_k == 1);
-      CHECK(o.cluster_k <= conv_cluster_k_limit(e.config));
-      double rows = 0, cols = 0;  // one wave of clusters
-      conv_tile_grid(e, d, rows, cols);
-      CHECK(rows * cols * o.cluster_k <= double(dev.sm_count) * sm90_conv_ctas_per_sm(e, dev));
-      CHECK(check_conv_launch_options(o).ok());
-      CHECK(sm90_conv_cluster_k_estimate(e, d, dev, o.cluster_k) < sm90_conv_cluster_k_estimate(e, d, dev, 1));
-      const std::string name = check_conv_tactic_round_trip(e, o, d, dev);
-      CHECK(name == std::string(e.name) + "@ck" + std::to_string(o.cluster_k));
-    }
-  }
+  const int proposed = check_f16_proposals(
+      conv_problem(32, 7, 7, 512, 512, 3, 3, 1, 1), dev, [](const ConvLaunchOptions& o) { return o.cluster_k > 1; },
+      [&](const ConvKernelEntry& e, const Conv2dDesc& d, const ConvLaunchOptions& o) {
+        CHECK(o.split_k == 1);
+        CHECK(o.cluster_k <= conv_cluster_k_limit(e.config));
+        double rows = 0, cols = 0;  // one wave of clusters
+        conv_tile_grid(e, d, rows, cols);
+        CHECK(rows * cols * o.cluster_k <= double(dev.sm_count) * sm90_conv_ctas_per_sm(e, dev));
+        CHECK(check_conv_launch_options(o).ok());
+        CHECK(sm90_conv_cluster_k_estimate(e, d, dev, o.cluster_k) < sm90_conv_cluster_k_estimate(e, d, dev, 1));
+        const std::string name = check_conv_tactic_round_trip(e, o, d, dev);
+        CHECK(name == std::string(e.name) + "@ck" + std::to_string(o.cluster_k));
+      });
   CHECK(proposed > 0);
-  // Names: canonical order split, ck, rg; ranges.
+  // Names: canonical order split, ck, rg; ranges; split and ck exclude each other.
+  check_suffix_spellings({"ck4@rg16", &ConvLaunchOptions::cluster_k, 4, {"rg16@ck4", "ck1", "ck9", "ck02", "split2p@ck2"}});
   ConvLaunchOptions o;
-  std::string why;
-  CHECK(parse_conv_launch_suffix("ck4@rg16", o, why));
-  CHECK(o.cluster_k == 4);
-  CHECK(o.raster_group == 16);
-  CHECK(launch_suffix(o) == "ck4@rg16");
-  CHECK_FALSE(parse_conv_launch_suffix("rg16@ck4", o, why));
-  CHECK_FALSE(parse_conv_launch_suffix("ck1", o, why));
-  CHECK_FALSE(parse_conv_launch_suffix("ck9", o, why));
-  CHECK_FALSE(parse_conv_launch_suffix("ck02", o, why));
-  CHECK_FALSE(parse_conv_launch_suffix("split2p@ck2", o, why));  // exclude each other
-  o = ConvLaunchOptions{};
   o.split_k = 2;
   o.cluster_k = 2;
   CHECK(check_conv_launch_options(o).code() == StatusCode::invalid_argument);
@@ -193,50 +219,33 @@ TEST_CASE("conv persistent grid: which instances, proposals, names, refusals") {
                           {conv_problem(32, 28, 28, 128, 512, 1, 1, 0, 0), true},
                           {conv_problem(1, 7, 7, 512, 512, 3, 3, 1, 1), false}};
   for (const Layer& l : layers) {
-    Conv2dDesc d = l.d;
-    d.type = d.out_type = DType::f16;
-    d.epilogue = bias_activation(Activation::relu);
-    int proposed = 0;
-    for (const ConvKernelEntry& e : conv_table().entries()) {
-      if (e.config.operand() != DType::f16 || !can_implement(e, d, ConvAlignment{8, 8, 8}, &dev).ok()) continue;
-      CAPTURE(e.name);
-      for (const ConvLaunchOptions& o : conv_launch_variants(e, d, dev)) {
-        if (o.persistent == 0) continue;
-        ++proposed;
-        CHECK(conv_supports_persistent(e.config));
-        CHECK(o.persistent == conv_persistent_ctas_per_sm(e.config));
-        CHECK(o.persistent <= conv_max_persistent);
-        double rows = 0, cols = 0;
-        conv_tile_grid(e, d, rows, cols);
-        CHECK(rows * cols > double(dev.sm_count) * o.persistent);
-        const std::string name = check_conv_tactic_round_trip(e, o, d, dev);
-        CHECK(name == std::string(e.name) + "@pk" + std::to_string(o.persistent));
-      }
-    }
-    CAPTURE(d.h);
-    CAPTURE(d.k);
+    const int proposed = check_f16_proposals(
+        l.d, dev, [](const ConvLaunchOptions& o) { return o.persistent != 0; },
+        [&](const ConvKernelEntry& e, const Conv2dDesc& d, const ConvLaunchOptions& o) {
+          CHECK(conv_supports_persistent(e.config));
+          CHECK(o.persistent == conv_persistent_ctas_per_sm(e.config));
+          CHECK(o.persistent <= conv_max_persistent);
+          double rows = 0, cols = 0;
+          conv_tile_grid(e, d, rows, cols);
+          CHECK(rows * cols > double(dev.sm_count) * o.persistent);
+          const std::string name = check_conv_tactic_round_trip(e, o, d, dev);
+          CHECK(name == std::string(e.name) + "@pk" + std::to_string(o.persistent));
+        });
+    CAPTURE(l.d.h);
+    CAPTURE(l.d.k);
     CHECK((proposed == 3) == l.many_tiles);
     if (!l.many_tiles) CHECK(proposed == 0);
   }
   // Names: canonical order (split, ck, mc, pk, rg), ranges, exclusions.
-  ConvLaunchOptions o;
-  std::string why;
-  CHECK(parse_conv_launch_suffix("pk2@rg16", o, why));
-  CHECK(o.persistent == 2);
-  CHECK(o.raster_group == 16);
-  CHECK(launch_suffix(o) == "pk2@rg16");
-  CHECK_FALSE(parse_conv_launch_suffix("rg16@pk2", o, why));
-  CHECK_FALSE(parse_conv_launch_suffix("pk0", o, why));
-  CHECK_FALSE(parse_conv_launch_suffix("pk5", o, why));
-  CHECK_FALSE(parse_conv_launch_suffix("pk02", o, why));
-  CHECK_FALSE(parse_conv_launch_suffix("split2p@pk2", o, why));
+  const std::string why =
+      check_suffix_spellings({"pk2@rg16", &ConvLaunchOptions::persistent, 2, {"rg16@pk2", "pk0", "pk5", "pk02", "split2p@pk2"}});
   CHECK(why.find("pk<N> excludes") != std::string::npos);
   for (int n : {-1, conv_max_persistent + 1}) {
     ConvLaunchOptions bad;
     bad.persistent = n;
     CHECK(check_conv_launch_options(bad).code() == StatusCode::invalid_argument);
   }
-  o = ConvLaunchOptions{};
+  ConvLaunchOptions o;
   o.persistent = 1;
   CHECK(check_conv_launch_options(o).ok());
   o.split_k = 2;
