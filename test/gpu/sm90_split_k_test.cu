@@ -11,7 +11,8 @@
 // supports_serial_split_k (warpgroup tiles up to 64x128); the others must refuse it (checked).
 // Programmatic dependent launch: chains of launches that read the previous one's output, step by step
 // against float64 and back to back / in a graph bit-identical to that ("... sanitizer target" for
-// compute-sanitizer).
+// compute-sanitizer); the same for the sm80 kernel (mma.sync bf16 and tf32, SIMT) on sm90 devices,
+// alone and interleaved with the sm90 kernel ("sm80 programmatic dependent launch: ...").
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -333,10 +334,11 @@ std::vector<std::vector<PdlStep>> pdl_instance_launches(const std::vector<const 
   return out;
 }
 
-// The chain's buffers: X[2] (n × n bf16, row-major, ld n + 8), B_s (col-major, ld n + 8), X_0 on the
+// The chain's buffers: X[2] (n × n, row-major, ld n + 8), B_s (col-major, ld n + 8), X_0 on the
 // device for resets, and one workspace for every step.
 struct PdlChain {
   int n = 0;
+  DType type = DType::bf16;  // of X, B and D (f32: the sm80 tf32 and SIMT instances)
   float alpha = 1.0f, beta = 0.0f;
   std::vector<PdlStep> steps;
   Matrix x[2];
@@ -344,8 +346,10 @@ struct PdlChain {
   std::vector<unsigned char> x0_image, poison_image;
   DeviceBuffer x0, ws;
 
-  GemmDesc desc() const {
-    GemmDesc d = ktune::test::tn_problem(DType::bf16, n, n, n);
+  // Step s's problem (f32 operands: tf32 compute for a tensor-core step, exact f32 for SIMT).
+  GemmDesc desc(int s = 0) const {
+    GemmDesc d = ktune::test::tn_problem(type, n, n, n);
+    if (type == DType::f32 && steps[static_cast<std::size_t>(s)].e->config.math != MathOp::simt_f32) d.compute = Compute::tf32;
     d.lda = d.ldc = d.ldd = x[0].st.ld;
     d.ldb = b[0].st.ld;
     d.epilogue = linear_combination(alpha, beta);
@@ -365,7 +369,7 @@ struct PdlChain {
     GemmOptions opt;
     opt.instance = steps[static_cast<std::size_t>(s)].e->name.data();
     opt.launch = steps[static_cast<std::size_t>(s)].lo;
-    return gemm(desc(), ops, stream, opt);
+    return gemm(desc(s), ops, stream, opt);
   }
   // X[0] = X_0, X[1] poisoned (in stream: capturable).
   void reset(cudaStream_t stream) {
@@ -375,32 +379,33 @@ struct PdlChain {
   std::string what(int s) const { return "n=" + std::to_string(n) + " step " + std::to_string(s) + " " + tactic_of(*steps[static_cast<std::size_t>(s)].e, steps[static_cast<std::size_t>(s)].lo); }
 };
 
-PdlChain make_pdl_chain(int n, std::vector<PdlStep> steps, std::uint64_t seed) {
+PdlChain make_pdl_chain(int n, std::vector<PdlStep> steps, std::uint64_t seed, DType type = DType::bf16) {
   PdlChain c;
   c.n = n;
+  c.type = type;
   c.steps = std::move(steps);
   c.alpha = 0.5f * static_cast<float>(std::sqrt(3.0 / n));  // X_s·B_s keeps X_s's scale; the sum grows ~1.2× per step
   c.beta = -0.5f;
   Rng rng(seed);
-  c.x[0] = random_matrix(storage(DType::bf16, n, n, true, 8), rng);
-  c.x[1] = poisoned(storage(DType::bf16, n, n, true, 8));
+  c.x[0] = random_matrix(storage(type, n, n, true, 8), rng);
+  c.x[1] = poisoned(storage(type, n, n, true, 8));
   c.x0_image = c.x[0].image;
   c.poison_image = c.x[1].image;
   c.x0 = DeviceBuffer(c.x0_image.size());
   backend::to_device(c.x0.ptr, c.x0_image.data(), c.x0_image.size());
-  for (std::size_t s = 0; s < c.steps.size(); ++s) c.b.push_back(random_matrix(storage(DType::bf16, n, n, false, 8), rng));
+  for (std::size_t s = 0; s < c.steps.size(); ++s) c.b.push_back(random_matrix(storage(type, n, n, false, 8), rng));
   std::size_t need = 0;
-  for (const PdlStep& st : c.steps) {
+  for (std::size_t s = 0; s < c.steps.size(); ++s) {
     GemmOptions opt;
-    opt.instance = st.e->name.data();
-    opt.launch = st.lo;
-    need = std::max(need, gemm_workspace_size(c.desc(), opt));
+    opt.instance = c.steps[s].e->name.data();
+    opt.launch = c.steps[s].lo;
+    need = std::max(need, gemm_workspace_size(c.desc(static_cast<int>(s)), opt));
   }
   if (need > 0) c.ws = DeviceBuffer(need);
   return c;
 }
 
-// The stored values (row-major) of an n × n bf16 image.
+// The stored values (row-major) of an n × n image.
 std::vector<double> pdl_values(const Storage& st, const std::vector<unsigned char>& img) {
   std::vector<double> v(static_cast<std::size_t>(st.rows * st.cols));
   for (std::int64_t i = 0; i < st.rows; ++i)
@@ -423,7 +428,7 @@ std::pair<std::vector<unsigned char>, std::vector<unsigned char>> pdl_step_by_st
     const Status st = c.launch(s, stream);
     REQUIRE_MESSAGE(st.ok(), c.what(s) << ": " << st.to_string());
     backend::sync(stream);
-    GemmDesc rd = c.desc();
+    GemmDesc rd = c.desc(s);
     reference_gemm_gpu(rd, c.x[s % 2].data(), c.b[static_cast<std::size_t>(s)].data(), reinterpret_cast<double*>(acc_dev.ptr));
     KT_CUDA(cudaDeviceSynchronize());
     backend::to_host(acc.data(), acc_dev.ptr, acc_dev.bytes);
@@ -432,7 +437,7 @@ std::pair<std::vector<unsigned char>, std::vector<unsigned char>> pdl_step_by_st
     const std::vector<double> ref = reference_epilogue(acc, n, n, rd.epilogue, &in, &bias, nullptr);
     std::vector<unsigned char> img = out.download();
     const Check ck = check_image(out.st, img, ref);
-    CHECK_MESSAGE(ck.ok(tolerance(MathOp::wgmma_bf16, DType::bf16)), c.what(s) << ": " << ck.summary());
+    CHECK_MESSAGE(ck.ok(tolerance(c.steps[static_cast<std::size_t>(s)].e->config.math, c.type)), c.what(s) << ": " << ck.summary());
     in_img = std::move(img);
   }
   return {c.x[0].download(), c.x[1].download()};
@@ -520,7 +525,7 @@ TEST_CASE("sm90 programmatic dependent launch: chained launches read the previou
       steps += static_cast<int>(steps_of.size());
     }
   MESSAGE(steps << " chained steps over " << per_instance.size() << " instances (KTUNE_SM90_PDL="
-                << (std::getenv("KTUNE_SM90_PDL") ? std::getenv("KTUNE_SM90_PDL") : "unset") << ")");
+                << std::string(std::getenv("KTUNE_SM90_PDL") ? std::getenv("KTUNE_SM90_PDL") : "unset") << ")");
 }
 
 // The small case for compute-sanitizer racecheck / synccheck: the interleaved chain at n = 264, back to back.
@@ -530,6 +535,118 @@ TEST_CASE("sm90 programmatic dependent launch: sanitizer target") {
   const auto instances = sm90_tn_instances(dev);
   if (instances.empty()) return;
   PdlChain c = make_pdl_chain(264, pdl_chains(pdl_instance_launches(instances)).back(), 10200);
+  cudaStream_t s = nullptr;
+  KT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const auto want = pdl_step_by_step(c, s);
+  if (pdl_back_to_back(c, s)) {
+    backend::sync(s);
+    CHECK(c.x[0].download() == want.first);
+    CHECK(c.x[1].download() == want.second);
+  }
+  KT_CUDA(cudaStreamDestroy(s));
+}
+
+// ---- Programmatic dependent launch of the sm80 kernel (gemm_kernel.cuh: gemm_kernel triggers and waits
+// at its start on sm_90 images; launch_with launches programmatically on sm90 devices by pdl.hpp's rule,
+// KTUNE_SM80_PDL=0 never, =1 always; the parallel split-K reduction stays a plain launch)
+//
+// The chains above over sm80 'tn' instances, one per family: plain, split-K 3 parallel and serial, and
+// on sm90 devices cluster split-K with one cluster per tile (2/2) and with two clusters per tile (4/2:
+// partials and counters through the workspace). bf16 (mma.sync) and f32 (tf32 mma.sync, SIMT) chains,
+// and one chain interleaving the bf16 sm80 and sm90 launch kinds (each kernel after the other, which
+// triggers its dependents early). n = 264 and 1032 as above.
+namespace {
+
+// Runnable sm80 'tn' instances of operand type t (bf16: mma.sync; f32: tf32 mma.sync and SIMT), one per
+// family: the one that takes the most of split-K, serial split-K and cluster split-K, then the deepest
+// k-tile (the decode instance 16x64x128 over 16x128x64).
+std::vector<const GemmKernelEntry*> sm80_pdl_instances(const DeviceInfo& dev, DType t) {
+  auto score = [](const GemmConfig& c) {
+    return static_cast<int>(supports_split_k(c)) + static_cast<int>(supports_serial_split_k(c)) + static_cast<int>(supports_cluster_split_k(c));
+  };
+  std::vector<const GemmKernelEntry*> picks;
+  for (const auto& e : gemm_table().entries()) {
+    if (is_wgmma(e.config.math) || is_route(e) || operand_type(e.config.math) != t || e.config.a_layout != Layout::row ||
+        e.config.b_layout != Layout::col || !runs_on_device(e, dev).ok())
+      continue;
+    auto p = std::find_if(picks.begin(), picks.end(), [&](const GemmKernelEntry* x) { return x->family == e.family; });
+    if (p == picks.end()) picks.push_back(&e);
+    else if (score(e.config) > score((*p)->config) || (score(e.config) == score((*p)->config) && e.config.tile.k > (*p)->config.tile.k))
+      *p = &e;
+  }
+  return picks;
+}
+
+// Each instance's launch kinds (cluster split-K only on sm90 devices).
+std::vector<std::vector<PdlStep>> sm80_pdl_instance_launches(const std::vector<const GemmKernelEntry*>& picks, const DeviceInfo& dev) {
+  const GemmLaunchOptions kinds[] = {GemmLaunchOptions{}, split_k_launch(3, SplitKMode::parallel), split_k_launch(3, SplitKMode::serial),
+                                     cluster_split_launch(2, 2), cluster_split_launch(4, 2)};
+  std::vector<std::vector<PdlStep>> out;
+  for (const GemmKernelEntry* e : picks) {
+    std::vector<PdlStep> v;
+    for (const GemmLaunchOptions& lo : kinds) {
+      if (lo.split_k > 1 && !supports_split_k(e->config)) continue;
+      if (lo.split_k > 1 && lo.split_mode == SplitKMode::serial && !supports_serial_split_k(e->config)) continue;
+      if (lo.split_mode == SplitKMode::cluster && (!supports_cluster_split_k(e->config) || dev.cc < 90)) continue;
+      if (check_launch_options(*e, lo).ok()) v.push_back({e, lo});
+    }
+    if (!v.empty()) out.push_back(v);
+  }
+  return out;
+}
+
+// The interleaved chain of the bf16 sm80 launches and the sm90 ones (sm90 devices), or of the sm80 ones alone.
+std::vector<PdlStep> sm80_sm90_chain(const DeviceInfo& dev) {
+  auto per_instance = sm80_pdl_instance_launches(sm80_pdl_instances(dev, DType::bf16), dev);
+  const auto sm90 = sm90_tn_instances(dev);
+  if (!sm90.empty())
+    for (auto& v : pdl_instance_launches(sm90)) per_instance.push_back(std::move(v));
+  return per_instance.empty() ? std::vector<PdlStep>{} : pdl_chains(per_instance).back();
+}
+
+// "sm_80 image" / "sm_90 image, ptx 90": what pdl_image (gemm_kernel.cuh) sees for e on this device.
+std::string sm80_image_of(const GemmKernelEntry& e) {
+  cudaFuncAttributes fa{};
+  if (e.attributes == nullptr || e.attributes(&fa) != cudaSuccess) return "image unknown";
+  return "sm_" + std::to_string(fa.binaryVersion) + " image, ptx " + std::to_string(fa.ptxVersion);
+}
+
+}  // namespace
+
+TEST_CASE("sm80 programmatic dependent launch: chained launches read the previous one's output") {
+  DeviceInfo dev;
+  backend::device_info(dev);
+  const auto bf16 = sm80_pdl_instance_launches(sm80_pdl_instances(dev, DType::bf16), dev);
+  const auto f32 = sm80_pdl_instance_launches(sm80_pdl_instances(dev, DType::f32), dev);
+  if (bf16.empty() && f32.empty()) return;
+  const std::vector<PdlStep> mixed = sm80_sm90_chain(dev);
+  std::uint64_t seed = 10300;
+  int steps = 0;
+  for (int n : {264, 1032}) {
+    auto run = [&](const std::vector<PdlStep>& steps_of, DType t) {
+      PdlChain c = make_pdl_chain(n, steps_of, seed++, t);
+      check_pdl_chain(c);
+      steps += static_cast<int>(steps_of.size());
+    };
+    if (!bf16.empty())
+      for (const auto& steps_of : pdl_chains(bf16)) run(steps_of, DType::bf16);
+    if (!f32.empty())
+      for (const auto& steps_of : pdl_chains(f32)) run(steps_of, DType::f32);
+    if (!mixed.empty()) run(mixed, DType::bf16);
+  }
+  const GemmKernelEntry* first = !bf16.empty() ? bf16.front().front().e : f32.front().front().e;
+  MESSAGE(steps << " chained steps over " << bf16.size() << " bf16 + " << f32.size() << " f32 sm80 instances, an sm80/sm90 chain of "
+                << mixed.size() << " (sm" << dev.cc << ", " << std::string(first->name) << ": " << sm80_image_of(*first) << "; KTUNE_SM80_PDL="
+                << std::string(std::getenv("KTUNE_SM80_PDL") ? std::getenv("KTUNE_SM80_PDL") : "unset") << ")");
+}
+
+// The small case for compute-sanitizer racecheck / synccheck: the sm80/sm90 interleaved chain at n = 264, back to back.
+TEST_CASE("sm80 programmatic dependent launch: sanitizer target") {
+  DeviceInfo dev;
+  backend::device_info(dev);
+  const std::vector<PdlStep> mixed = sm80_sm90_chain(dev);
+  if (mixed.empty()) return;
+  PdlChain c = make_pdl_chain(264, mixed, 10400);
   cudaStream_t s = nullptr;
   KT_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   const auto want = pdl_step_by_step(c, s);

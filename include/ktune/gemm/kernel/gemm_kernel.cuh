@@ -19,6 +19,7 @@
 #include "ktune/gemm/kernel/cluster_split_k.cuh"
 #include "ktune/gemm/kernel/mma_sm80.cuh"
 #include "ktune/gemm/kernel/params.cuh"
+#include "ktune/gemm/kernel/pdl.hpp"
 #include "ktune/gemm/kernel/schedule.cuh"
 #include "ktune/gemm/kernel/simt.cuh"
 #include "ktune/gemm/split_k.hpp"
@@ -504,6 +505,15 @@ __global__ void __launch_bounds__(CfgT::value.threads(), target_blocks_per_sm(Cf
   constexpr bool splittable = supports_split_k(C);
   const int slice = splittable && p.split_k > 1 ? static_cast<int>(blockIdx.y) : 0;
   typename Mainloop::Accumulators acc;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Programmatic dependent launch (launch_with: sm80_pdl_enabled, sm90 devices): the next kernel of the
+  // stream may start its prologue now; its cudaGridDependencySynchronize waits for this grid's completion
+  // and memory. This grid waits for the previous one here, in every thread, before any global access
+  // (above: kernel parameters only; below: the mainloop's A/B copies, then C, bias, residual, D, split-K
+  // partials and counters, cluster split-K partials and counters). No-ops without the launch attribute.
+  cudaTriggerProgrammaticLaunchCompletion();
+  cudaGridDependencySynchronize();
+#endif
   if constexpr (splittable) {
     const KRange kr = k_slice((p.k + C.tile.k - 1) / C.tile.k, slice, p.split_k);
     Mainloop::run(acc, smem, static_cast<const T*>(p.a), p.lda, static_cast<const T*>(p.b), p.ldb, m0, n0, p.m, p.n,
@@ -578,6 +588,56 @@ Status ensure_smem_limit(int bytes) {
   return {};
 }
 
+// Programmatic dependent launch of the sm80 kernel (gemm_kernel triggers its dependents and waits for the
+// previous grid before its first global access, in its sm_90-and-newer code): by pdl.hpp's rule and switch
+// (KTUNE_SM80_PDL=0 never, =1 always, else M·N·K ≤ 2^33), and only where Kernel's image for the current
+// device has that code: compiled for sm_90 or newer (ptxVersion) and running on a compute capability ≥ 9.0
+// device (binaryVersion). An sm_80 image has no wait; launched programmatically after a kernel that
+// triggers early it would race it. The image is looked up once per device.
+template <auto Kernel>
+bool pdl_image() {
+  static std::atomic<std::uint64_t> known{0}, capable{0};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  const std::uint64_t bit = std::uint64_t{1} << (dev & 63);
+  if (known.load(std::memory_order_acquire) & bit) return (capable.load(std::memory_order_relaxed) & bit) != 0;
+  cudaFuncAttributes fa{};
+  bool yes = false;
+  if (cudaFuncGetAttributes(&fa, Kernel) == cudaSuccess) yes = fa.binaryVersion >= 90 && fa.ptxVersion >= 90;
+  else (void)cudaGetLastError();
+  if (yes) capable.fetch_or(bit, std::memory_order_relaxed);
+  known.fetch_or(bit, std::memory_order_release);
+  return yes;
+}
+template <auto Kernel>
+bool sm80_pdl_enabled(const GemmDesc& d) {
+  return pdl_wanted(sm80_pdl_mode(), d) && pdl_image<Kernel>();
+}
+
+// Kernel<<<grid, threads, smem, stream>>>(q), or the same through cudaLaunchKernelEx with
+// cudaLaunchAttributeProgrammaticStreamSerialization where `programmatic`.
+template <auto Kernel, class Params>
+cudaError_t launch_grid(dim3 grid, int threads, int smem, cudaStream_t stream, bool programmatic, const Params& q) {
+  if (!programmatic) {
+    Kernel<<<grid, threads, smem, stream>>>(q);
+    return cudaGetLastError();
+  }
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
+  cfg.dynamicSmemBytes = static_cast<std::size_t>(smem);
+  cfg.stream = stream;
+  cudaLaunchAttribute a{};
+  a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  a.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &a;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, Kernel, q);
+}
+
 // Kernel parameters of a resolved, validated problem (shared by every GEMM launcher).
 template <class EpiParams>
 GemmParams<EpiParams> make_gemm_params(const GemmDesc& d, const GemmOperands& ops, const GemmLaunchOptions& opt,
@@ -646,9 +706,11 @@ int resident_clusters(const cudaLaunchConfig_t& cfg) {
 // Split-K, cluster mode (cluster_split_k_finish): grid (tiles, split_k) in clusters of (1, split_cluster, 1).
 // Runs only where clusters exist and the kernel's image has the sm_90 code (else `unsupported`, nothing
 // launched); clusters of more than 8 CTAs need the non-portable attribute and must fit the device.
+// Programmatic (sm80_pdl_enabled) where `programmatic`.
 template <auto Kernel, class EpiParams>
 Status launch_cluster_split_k(const GemmConfig& c, const GemmDesc& d, const GemmOperands& ops, const GemmLaunchOptions& opt,
-                              const GemmParams<EpiParams>& p, std::int64_t tiles, int smem, cudaStream_t stream) {
+                              const GemmParams<EpiParams>& p, std::int64_t tiles, int smem, cudaStream_t stream,
+                              bool programmatic = false) {
   int dev = 0;
   KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&dev), "cudaGetDevice"));
   const std::uint64_t bit = std::uint64_t{1} << (dev & 63);
@@ -673,7 +735,7 @@ Status launch_cluster_split_k(const GemmConfig& c, const GemmDesc& d, const Gemm
   cfg.blockDim = dim3(static_cast<unsigned>(c.threads()), 1, 1);
   cfg.dynamicSmemBytes = static_cast<std::size_t>(smem);
   cfg.stream = stream;
-  cudaLaunchAttribute attrs[2] = {};
+  cudaLaunchAttribute attrs[3] = {};
   attrs[0].id = cudaLaunchAttributeClusterDimension;
   attrs[0].val.clusterDim.x = 1;
   attrs[0].val.clusterDim.y = static_cast<unsigned>(opt.split_cluster);
@@ -690,6 +752,11 @@ Status launch_cluster_split_k(const GemmConfig& c, const GemmDesc& d, const Gemm
       return error(StatusCode::unsupported, "cluster split-K: no cluster of " + std::to_string(opt.split_cluster) +
                                                 " CTAs of this instance fits the device");
     fits[opt.split_cluster].fetch_or(bit, std::memory_order_acq_rel);
+  }
+  if (programmatic) {  // (after the occupancy query, which was made without it)
+    attrs[2].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[2].val.programmaticStreamSerializationAllowed = 1;
+    cfg.numAttrs = 3;
   }
   GemmParams<EpiParams> q = p;
   q.split_k = opt.split_k;
@@ -727,20 +794,21 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
       return error(StatusCode::misaligned, "workspace must be 16-byte aligned");
   }
   KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(smem));
+  // Programmatic dependent launch (sm90 devices; the split-K reduction stays a plain launch).
+  const bool pdl = sm80_pdl_enabled<kernel>(d);
   if constexpr (supports_cluster_split_k(C))
-    if (cluster_mode) return launch_cluster_split_k<kernel>(C, d, ops, opt, p, tiles, smem, stream);
-  if (opt.split_k <= 1) {
-    kernel<<<static_cast<unsigned>(tiles), C.threads(), smem, stream>>>(p);
-    return cuda_status(cudaGetLastError(), "GEMM kernel launch");
-  }
+    if (cluster_mode) return launch_cluster_split_k<kernel>(C, d, ops, opt, p, tiles, smem, stream, pdl);
+  if (opt.split_k <= 1)
+    return cuda_status(launch_grid<kernel>(dim3(static_cast<unsigned>(tiles)), C.threads(), smem, stream, pdl, p), "GEMM kernel launch");
   // Split-K: slices along grid y, partials (and serial mode's counters) in the workspace.
   GemmParams<typename Epi::Params> q = p;
   q.split_k = opt.split_k;
   q.split_serial = opt.split_mode == SplitKMode::serial;
   KTUNE_RETURN_IF_ERROR(set_split_k_workspace(q, split_k_layout(C, d, opt), d.m, ops.workspace,
                                               q.split_serial ? tiles * split_k_counters_per_tile(opt.split_k) : 0, stream));
-  kernel<<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(opt.split_k)), C.threads(), smem, stream>>>(q);
-  KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "GEMM kernel launch (split-K)"));
+  KTUNE_RETURN_IF_ERROR(cuda_status(launch_grid<kernel>(dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(opt.split_k)),
+                                                       C.threads(), smem, stream, pdl, q),
+                                    "GEMM kernel launch (split-K)"));
   return q.split_serial ? Status{} : launch_splitk_reduce<Epi>(q, d, stream);
 }
 

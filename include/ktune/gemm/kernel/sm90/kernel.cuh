@@ -28,6 +28,7 @@
 #include "ktune/epilogue/builtin.cuh"
 #include "ktune/gemm/kernel/gemm_kernel.cuh"
 #include "ktune/gemm/kernel/params.cuh"
+#include "ktune/gemm/kernel/pdl.hpp"
 #include "ktune/gemm/kernel/schedule.cuh"
 #include "ktune/gemm/kernel/sm90/cluster_k.cuh"
 #include "ktune/gemm/kernel/sm90/epilogue.cuh"
@@ -621,24 +622,9 @@ Sm90DStore sm90_d_store(DType t, void* d, std::int64_t m, std::int64_t n, std::i
 // session 9, graph replay of back-to-back launches: 1024³ 7.22 → 6.42 µs, 256³ 3.77 → 2.91) and cost
 // ~0.3-1.5% on long ones (4096×11008×4096 pp_128x128 0.545 → 0.553 ms, 4096³ 0.205 → 0.206, two
 // rounds each), so by default only GEMMs of M·N·K ≤ 2^33 (≲ 25 µs) launch programmatically.
-// A/B switch, read once: KTUNE_SM90_PDL=0 never, =1 always.
-enum class Sm90Pdl { off, on, small_only };
-inline Sm90Pdl sm90_pdl_mode() {
-  static const Sm90Pdl mode = [] {
-    const char* v = std::getenv("KTUNE_SM90_PDL");
-    if (v == nullptr || *v == '\0') return Sm90Pdl::small_only;
-    return std::atoi(v) != 0 ? Sm90Pdl::on : Sm90Pdl::off;
-  }();
-  return mode;
-}
-inline constexpr double sm90_pdl_max_mnk = 8589934592.0;  // 2^33
-inline bool sm90_pdl_enabled(const GemmDesc& d) {
-  switch (sm90_pdl_mode()) {
-    case Sm90Pdl::off: return false;
-    case Sm90Pdl::on: return true;
-    default: return static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k) <= sm90_pdl_max_mnk;
-  }
-}
+// A/B switch, read once: KTUNE_SM90_PDL=0 never, =1 always (pdl.hpp, shared with the sm80 launcher's
+// KTUNE_SM80_PDL).
+inline bool sm90_pdl_enabled(const GemmDesc& d) { return pdl_wanted(sm90_pdl_mode(), d); }
 
 // The launch itself: `grid` CTAs, in clusters of `cluster` (1: no cluster attribute), programmatic where
 // sm90_pdl_enabled(d); then, for a split-K launch in parallel mode, the reduction kernel that adds the
