@@ -8,6 +8,7 @@
 // launches (every split count and mode, serial == parallel bitwise, refusals).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <vector>
@@ -157,6 +158,41 @@ RotatingRuns check_rotating(const std::vector<Named>& problems, const std::vecto
       }
     }
   return count;
+}
+
+// Residual aliasing y under `launch` (@mc2, @pk2) on each instance of c.d.type that runs here and accepts
+// c, and the refusals: on the instances in `taking` the run is checked and each of `excluded` (the option
+// with one it excludes) is an invalid argument, elsewhere `launch` alone is unsupported; no refusal writes y.
+void check_residual_and_refusals(const ConvCase& c, const ConvLaunchOptions& launch,
+                                 const std::vector<const ConvKernelEntry*>& taking,
+                                 const std::vector<ConvLaunchOptions>& excluded, std::uint64_t seed) {
+  EpilogueSpec ea = bias_activation(Activation::relu);
+  ea.residual = true;
+  Tensor y(c.d.type, conv_shape(c.d).y_elems);
+  Conv2dOperands o;
+  o.x = c.x.data();
+  o.w = c.w.data();
+  o.y = y.data();
+  for (const auto& entry : conv_table().entries()) {
+    if (!runs_here(entry) || entry.config.operand() != c.d.type || !accepts(entry, c.d, c)) continue;
+    ConvOptions opt;
+    opt.instance = entry.name.data();
+    opt.launch = launch;
+    if (std::find(taking.begin(), taking.end(), &entry) != taking.end()) {
+      const Check chk = run_and_check(c, ea, c.d.type, entry.name.data(), seed, nullptr, true, launch);
+      INFO(conv_tactic_name(entry.name, launch) << ", residual aliasing y: " << chk.summary());
+      CHECK(chk.ok(tolerance(c.d.type)));
+      for (const ConvLaunchOptions& bad : excluded) {
+        opt.launch = bad;
+        CHECK(conv2d(c.d, o, nullptr, opt).code() == StatusCode::invalid_argument);
+      }
+    } else {
+      INFO(conv_tactic_name(entry.name, launch));
+      CHECK(conv2d(c.d, o, nullptr, opt).code() == StatusCode::unsupported);
+    }
+  }
+  KTCONV_CUDA(cudaDeviceSynchronize());
+  CHECK(y.download() == y.image);
 }
 
 }  // namespace
@@ -567,35 +603,10 @@ TEST_CASE("conv2d: multicast pairs on the Hopper routes vs float64") {
   MESSAGE(runs << " multicast runs");
   CHECK(runs > 0);
   // Residual aliasing y, and the refusals: with split_k or cluster_k, on mma.sync instances.
-  const ConvCase c(P(2, 9, 11, 72, 136, 3, 3, 1, 1), 7390);
-  EpilogueSpec ea = bias_activation(Activation::relu);
-  ea.residual = true;
-  Tensor y(c.d.type, conv_shape(c.d).y_elems);
-  Conv2dOperands o;
-  o.x = c.x.data();
-  o.w = c.w.data();
-  o.y = y.data();
-  for (const auto& entry : conv_table().entries()) {
-    if (!runs_here(entry) || entry.config.operand() != c.d.type || !accepts(entry, c.d, c)) continue;
-    ConvOptions opt;
-    opt.instance = entry.name.data();
-    opt.launch.multicast = 2;
-    if (is_sm90_iterator(entry.config.iterator)) {
-      const Check chk = run_and_check(c, ea, c.d.type, entry.name.data(), 7391, nullptr, true, opt.launch);
-      INFO(entry.name << "@mc2, residual aliasing y: " << chk.summary());
-      CHECK(chk.ok(tolerance(c.d.type)));
-      opt.launch.split_k = 2;
-      CHECK(conv2d(c.d, o, nullptr, opt).code() == StatusCode::invalid_argument);
-      opt.launch.split_k = 1;
-      opt.launch.cluster_k = 2;
-      CHECK(conv2d(c.d, o, nullptr, opt).code() == StatusCode::invalid_argument);
-    } else {
-      INFO(entry.name << "@mc2");
-      CHECK(conv2d(c.d, o, nullptr, opt).code() == StatusCode::unsupported);
-    }
-  }
-  KTCONV_CUDA(cudaDeviceSynchronize());
-  CHECK(y.download() == y.image);
+  ConvLaunchOptions with_split = pairs, with_ck = pairs;
+  with_split.split_k = 2;
+  with_ck.cluster_k = 2;
+  check_residual_and_refusals(ConvCase(P(2, 9, 11, 72, 136, 3, 3, 1, 1), 7390), pairs, hopper, {with_split, with_ck}, 7391);
 }
 
 // Persistent grid on the mma.sync 128-row tiles (ConvLaunchOptions::persistent, conv2d_fprop_persistent_kernel):
@@ -656,30 +667,10 @@ TEST_CASE("conv2d: persistent grid on the mma.sync 128-row tiles vs float64 and 
   }
 
   // Residual aliasing y; refusals write nothing.
-  EpilogueSpec ea = bias_activation(Activation::relu);
-  ea.residual = true;
-  Tensor y(c.d.type, y_elems);
-  Conv2dOperands o;
-  o.x = c.x.data();
-  o.w = c.w.data();
-  o.y = y.data();
-  for (const auto& entry : conv_table().entries()) {
-    if (!runs_here(entry) || entry.config.operand() != c.d.type || !accepts(entry, c.d, c)) continue;
-    ConvOptions opt;
-    opt.instance = entry.name.data();
-    opt.launch.persistent = 2;
-    if (conv_supports_persistent(entry.config)) {
-      const Check chk = run_and_check(c, ea, c.d.type, entry.name.data(), 7492, nullptr, true, opt.launch);
-      INFO(entry.name << "@pk2, residual aliasing y: " << chk.summary());
-      CHECK(chk.ok(tolerance(c.d.type)));
-      opt.launch.split_k = 2;
-      opt.launch.split_mode = SplitKMode::parallel;
-      CHECK(conv2d(c.d, o, nullptr, opt).code() == StatusCode::invalid_argument);
-    } else {
-      INFO(entry.name << "@pk2");
-      CHECK(conv2d(c.d, o, nullptr, opt).code() == StatusCode::unsupported);
-    }
-  }
-  KTCONV_CUDA(cudaDeviceSynchronize());
-  CHECK(y.download() == y.image);
+  ConvLaunchOptions pk2;
+  pk2.persistent = 2;
+  ConvLaunchOptions with_split = pk2;
+  with_split.split_k = 2;
+  with_split.split_mode = SplitKMode::parallel;
+  check_residual_and_refusals(c, pk2, pk, {with_split}, 7492);
 }
