@@ -21,16 +21,26 @@ struct ConvParams {
   ConvGeometry geo;
 };
 
-// CfgT::value is a ConvConfig.
-template <class CfgT, class Epi>
-__global__ void __launch_bounds__(CfgT::value.gemm.threads(), target_blocks_per_sm(CfgT::value.gemm))
-    conv2d_fprop_kernel(const ConvParams<typename Epi::Params> p) {
+// The types both kernels below build from CfgT (CfgT::value is a ConvConfig): the operand type, the GEMM's
+// mainloop, the im2col gather of A and the GEMM's k-tile iterator for B (the filters).
+template <class CfgT>
+struct ConvKernelTypes {
   static constexpr ConvConfig CC = CfgT::value;
   static constexpr GemmConfig C = CC.gemm;
   using T = element_t<operand_type(C.math)>;
   using Mainloop = MmaMainloop<C, T>;
   using AIter = ConvAIterator<CC, T>;
+  using BIter = OperandTileIterator<typename Mainloop::CopyB, true, T>;
   static_assert(std::is_same_v<typename Mainloop::TileA, typename AIter::Tile>, "A is gathered into the mainloop's tile");
+};
+
+template <class CfgT, class Epi>
+__global__ void __launch_bounds__(CfgT::value.gemm.threads(), target_blocks_per_sm(CfgT::value.gemm))
+    conv2d_fprop_kernel(const ConvParams<typename Epi::Params> p) {
+  using Types = ConvKernelTypes<CfgT>;
+  static constexpr GemmConfig C = Types::C;
+  using T = typename Types::T;
+  using Mainloop = typename Types::Mainloop;
   extern __shared__ __align__(128) char smem[];
   const int tiles_m = (p.g.m + C.tile.m - 1) / C.tile.m, tiles_n = (p.g.n + C.tile.n - 1) / C.tile.n;
   const TileCoord tile = grouped_raster(blockIdx.x, tiles_m, tiles_n, p.g.raster_group);
@@ -38,7 +48,7 @@ __global__ void __launch_bounds__(CfgT::value.gemm.threads(), target_blocks_per_
   const int tid = threadIdx.x;
 
   // Split-K (conv_supports_split_k): slice blockIdx.y runs its k-tiles [kt_first, kt_first + kt_count).
-  constexpr bool splittable = conv_supports_split_k(CC);
+  constexpr bool splittable = conv_supports_split_k(Types::CC);
   int kt_first = 0, kt_count = (p.g.k + C.tile.k - 1) / C.tile.k, slice = 0;
   if constexpr (splittable) {
     if (p.g.split_k > 1) {
@@ -49,14 +59,14 @@ __global__ void __launch_bounds__(CfgT::value.gemm.threads(), target_blocks_per_
     }
   }
 
-  AIter a_iter;
+  typename Types::AIter a_iter;
   a_iter.init(p.geo, m0, tid, kt_first);
   const T* X = static_cast<const T*>(p.g.a);
   typename Mainloop::Accumulators acc;
   // B (the filters, K-contiguous) by the GEMM's k-tile iterator where it applies (a pointer, stride and
   // masks instead of an address per vector), else by TileCopy.
-  using BIter = OperandTileIterator<typename Mainloop::CopyB, true, T>;
-  if constexpr (conv_b_iterated(CC)) {
+  using BIter = typename Types::BIter;
+  if constexpr (conv_b_iterated(Types::CC)) {
     static_assert(BIter::applies, "the register model (conv_b_iterated) and the B copy agree");
     BIter b_iter(static_cast<const T*>(p.g.b), p.g.ldb, n0, kt_first, p.g.n, p.g.k, tid);
     Mainloop::run_pipelined_tiles(acc, smem, kt_count, [&](int slot, int kt) {
@@ -98,13 +108,12 @@ __global__ void __launch_bounds__(CfgT::value.gemm.threads(), target_blocks_per_
 template <class CfgT, class Epi>
 __global__ void __launch_bounds__(CfgT::value.gemm.threads(), conv_persistent_ctas_per_sm(CfgT::value))
     conv2d_fprop_persistent_kernel(const ConvParams<typename Epi::Params> p) {
-  static constexpr ConvConfig CC = CfgT::value;
-  static constexpr GemmConfig C = CC.gemm;
-  using T = element_t<operand_type(C.math)>;
-  using Mainloop = MmaMainloop<C, T>;
-  using AIter = ConvAIterator<CC, T>;
-  using BIter = OperandTileIterator<typename Mainloop::CopyB, true, T>;
-  static_assert(conv_supports_persistent(CC) && BIter::applies, "persistent: optimized gather, filters by the k-tile iterator");
+  using Types = ConvKernelTypes<CfgT>;
+  static constexpr GemmConfig C = Types::C;
+  using T = typename Types::T;
+  using Mainloop = typename Types::Mainloop;
+  using BIter = typename Types::BIter;
+  static_assert(conv_supports_persistent(Types::CC) && BIter::applies, "persistent: optimized gather, filters by the k-tile iterator");
   extern __shared__ __align__(128) char smem[];
   const int tiles_m = (p.g.m + C.tile.m - 1) / C.tile.m, tiles_n = (p.g.n + C.tile.n - 1) / C.tile.n;
   const int tiles = tiles_m * tiles_n, kt_count = (p.g.k + C.tile.k - 1) / C.tile.k;
@@ -115,7 +124,7 @@ __global__ void __launch_bounds__(CfgT::value.gemm.threads(), conv_persistent_ct
   int t = static_cast<int>(blockIdx.x);
   const TileCoord first = grouped_raster(t, tiles_m, tiles_n, p.g.raster_group);
   int m0 = first.m * C.tile.m, n0 = first.n * C.tile.n;
-  AIter a_iter;
+  typename Types::AIter a_iter;
   a_iter.init(p.geo, m0, tid, 0);
   BIter b_iter(W, p.g.ldb, n0, 0, p.g.n, p.g.k, tid);
   auto load = [&](int slot, int kt) {
