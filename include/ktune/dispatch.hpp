@@ -13,6 +13,7 @@
 
 #include "ktune/arch.hpp"
 #include "ktune/gemm/config.hpp"
+#include "ktune/gemm/kernel/pdl.hpp"
 #include "ktune/gemm/resource_model.hpp"
 #include "ktune/gemm/split_k_support.hpp"
 #include "ktune/problem.hpp"
@@ -50,6 +51,14 @@ struct GemmLaunchOptions {
   // waves of tiles data-parallel, the k-iterations of the rest spread evenly over the resident CTAs,
   // split tiles summed in a fixed order through the workspace. Excludes split_k > 1 and cluster = 2.
   bool stream_k = false;
+  // Programmatic dependent launch of the GEMM kernel (gemm/kernel/pdl.hpp): `rule` = the env switch
+  // (KTUNE_SM90_PDL / KTUNE_SM80_PDL) and the size rule, `on` / `off` = always / never. A per-launch knob
+  // because its effect has no size pattern (H200, bf16, sm80 kernel, graph replay: +5-9% at 1x4096x4096,
+  // 16x4096x4096, 256³, 64x64x65536; -3 to -9% at 16/32x11008x4096, 512³), so the tuner times both
+  // (tactic suffixes @pdl / @nopdl, gemm/tactics.hpp). `on` is ignored (a plain launch) where PDL is
+  // impossible: devices below compute capability 9.0, sm80 kernels without an sm_90 image. The split-K
+  // reduction kernel is always a plain launch.
+  PdlChoice pdl = PdlChoice::rule;
 };
 
 // Largest split count accepted (more slices than this never pays: each adds an fp32 tile of traffic).
@@ -112,10 +121,14 @@ inline Status check_launch_option_ranges(const GemmLaunchOptions& o) {
                                                    std::to_string(o.max_ctas));
   if (o.stream_k && o.split_k > 1)
     return error(StatusCode::invalid_argument, "stream_k and split_k > 1 exclude each other (split_k=" + std::to_string(o.split_k) + ")");
+  if (o.pdl != PdlChoice::rule && o.pdl != PdlChoice::on && o.pdl != PdlChoice::off)
+    return error(StatusCode::invalid_argument, "unknown pdl (PdlChoice value " + std::to_string(static_cast<int>(o.pdl)) + ")");
   return {};
 }
 
-// Launch options this instance accepts for this problem (checked before anything is launched).
+// Launch options this instance accepts for this problem (checked before anything is launched). `pdl` is
+// accepted by every entry: both GEMM launchers honour it where PDL is possible and launch plainly
+// elsewhere (GemmLaunchOptions::pdl); a route passes it to its inner instance's launch.
 inline Status check_launch_options(const GemmKernelEntry& e, const GemmLaunchOptions& o) {
   KTUNE_RETURN_IF_ERROR(check_launch_option_ranges(o));
   if (o.split_k > 1 && (e.workspace_size == nullptr || is_route(e)))  // a route's workspace holds its copies

@@ -657,3 +657,26 @@ TEST_CASE("sm80 programmatic dependent launch: sanitizer target") {
   }
   KT_CUDA(cudaStreamDestroy(s));
 }
+
+// ---- The per-launch choice (GemmLaunchOptions::pdl; the tactic suffixes @pdl / @nopdl): the sm80/sm90
+// interleaved chain with the steps' choices cycling through on, off and rule, three times shifted (so
+// every step runs with each choice, and programmatic launches follow plain ones and the reverse). The
+// same checks: step by step against float64, back to back and graph replay bit-identical.
+TEST_CASE("programmatic dependent launch: per-launch on / off / rule in one chain (sm80 and sm90 steps)") {
+  DeviceInfo dev;
+  backend::device_info(dev);
+  const std::vector<PdlStep> mixed = sm80_sm90_chain(dev);
+  if (mixed.empty()) return;
+  const PdlChoice cycle[] = {PdlChoice::on, PdlChoice::off, PdlChoice::rule};
+  std::uint64_t seed = 10500;
+  int steps = 0;
+  for (int n : {264, 1032})
+    for (std::size_t shift = 0; shift < 3; ++shift) {
+      std::vector<PdlStep> v = mixed;
+      for (std::size_t s = 0; s < v.size(); ++s) v[s].lo.pdl = cycle[(s + shift) % 3];
+      PdlChain c = make_pdl_chain(n, v, seed++);
+      check_pdl_chain(c);
+      steps += static_cast<int>(v.size());
+    }
+  MESSAGE(steps << " chained steps with per-launch PDL choices (sm" << dev.cc << ")");
+}

@@ -38,6 +38,10 @@ struct Fixture {
       if (o.cost_model) q.cost_model = o.cost_model;
       o = q;
     }
+    // Instance-level logic: one tactic per instance (unless a test turns launch variants back on). The
+    // fake backend's device is sm90, where every instance would also offer its PDL twin on problems up
+    // to 2^35; launch variants are tuner_tactics_test.cpp's.
+    o.launch_variants = false;
     tuner = std::make_unique<Tuner>(backend, &table, std::move(o));
   }
   const GemmKernelEntry* select(const Problem& p, Status* st = nullptr, cudaStream_t s = nullptr) {
@@ -528,6 +532,9 @@ TEST_CASE("tuner: a corrupt cache file never stops tuning nor gets overwritten w
 
 TEST_CASE("tuner: reports and the tactic log describe every candidate") {
   Fixture f;
+  TunerOptions with_variants = f.tuner->options();
+  with_variants.launch_variants = true;  // (4096^3 > 2^35: raster-group variants, no PDL twins)
+  f.tuner->set_options(with_variants);
   f.set(k128x128, 0.5);
   CHECK(f.select(f16_problem(4096, 4096, 4096)) != nullptr);
   const TuningReport r = f.last_report();

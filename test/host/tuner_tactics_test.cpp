@@ -95,13 +95,14 @@ const std::string k128 = name_of(cfg(M::mma_f16, {128, 128, 32}, {64, 64}, 4, 8)
 // A decode-like problem: 8 output tiles of 128x128, a long K (split-K variants are offered).
 Problem decode() { return f16_problem(16, 1024, 8192); }
 
-// The split-K tactics the 128x128 instance offers on decode(), in launch_variants order.
+// The split-K tactics the 128x128 instance offers on decode(), in launch_variants order (without their
+// PDL twins: the PDL test cases below check those).
 std::vector<std::string> decode_split_tactics() {
   std::vector<std::string> out;
   for (const auto& e : split_capable_entries())
     if (e.workspace_size != nullptr)
       for (const auto& o : launch_variants(e, resolved(decode().desc), fake_device()))
-        if (o.split_k > 1) out.push_back(tactic_name(e.name, o));
+        if (o.split_k > 1 && o.pdl == PdlChoice::rule) out.push_back(tactic_name(e.name, o));
   return out;
 }
 
@@ -435,4 +436,193 @@ TEST_CASE("tuner tactics: heuristic and capture decisions use default options (n
   g.tuner->set_options(ho);
   CHECK(is_default_launch(g.select(decode())->launch));
   CHECK(g.backend->measures.load() == 0);
+}
+
+namespace {
+
+GemmLaunchOptions with_pdl(PdlChoice c, GemmLaunchOptions o = {}) {
+  o.pdl = c;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("tactics: the PDL choice is a launch option named last (@pdl / @nopdl), parsed back and compared") {
+  GemmLaunchOptions all = split(16, SplitKMode::parallel);
+  all.cluster = 2;
+  all.raster_group = 16;
+  all.max_ctas = 66;
+  GemmLaunchOptions sk;
+  sk.stream_k = true;
+  GemmLaunchOptions c8 = split(64, SplitKMode::cluster);
+  c8.split_cluster = 8;
+  CHECK(tactic_name("inst", with_pdl(PdlChoice::on)) == "inst@pdl");
+  CHECK(tactic_name("inst", with_pdl(PdlChoice::off)) == "inst@nopdl");
+  CHECK(tactic_name("inst", with_pdl(PdlChoice::rule)) == "inst");
+  CHECK(tactic_name("inst", with_pdl(PdlChoice::off, all)) == "inst@split16p@cl2@rg16@ctas66@nopdl");
+  CHECK(tactic_name("inst", with_pdl(PdlChoice::on, c8)) == "inst@split64c8@pdl");
+  CHECK(tactic_name("inst", with_pdl(PdlChoice::off, sk)) == "inst@sk@nopdl");
+  for (const GemmLaunchOptions& o : {with_pdl(PdlChoice::on), with_pdl(PdlChoice::off), with_pdl(PdlChoice::on, split(4)),
+                                     with_pdl(PdlChoice::off, split(8, SplitKMode::parallel)), with_pdl(PdlChoice::on, c8),
+                                     with_pdl(PdlChoice::off, sk), with_pdl(PdlChoice::on, cluster2()), with_pdl(PdlChoice::off, all)}) {
+    const std::string name = tactic_name(k128, o);
+    CAPTURE(name);
+    std::string_view inst, suffix;
+    split_tactic_name(name, inst, suffix);
+    CHECK(inst == k128);
+    GemmLaunchOptions back;
+    std::string why;
+    REQUIRE_MESSAGE(parse_launch_suffix(suffix, back, why), why);
+    CHECK(back.pdl == o.pdl);
+    CHECK(same_launch(back, o));
+    CHECK(tactic_name(inst, back) == name);
+    CHECK_FALSE(is_default_launch(back));
+  }
+  // Canonical spellings only: last, once, lower case.
+  for (const char* bad : {"pdl@split4s", "nopdl@cl2", "pdl@pdl", "pdl@nopdl", "nopdl@pdl", "nopdl@nopdl", "pdl1", "PDL", "no_pdl",
+                          "nopdl@", "split4s@nopdl@rg16", "pdl@sk"}) {
+    CAPTURE(bad);
+    GemmLaunchOptions o;
+    std::string why;
+    CHECK_FALSE(parse_launch_suffix(bad, o, why));
+    CHECK_FALSE(why.empty());
+    CHECK(is_default_launch(o));
+  }
+  // same_launch: rule, on and off are three launches (the rule's outcome depends on the environment);
+  // the split mode without a split still does not matter.
+  CHECK_FALSE(same_launch(with_pdl(PdlChoice::on), GemmLaunchOptions{}));
+  CHECK_FALSE(same_launch(with_pdl(PdlChoice::off), GemmLaunchOptions{}));
+  CHECK_FALSE(same_launch(with_pdl(PdlChoice::on), with_pdl(PdlChoice::off)));
+  CHECK_FALSE(same_launch(with_pdl(PdlChoice::on, split(4)), split(4)));
+  CHECK(same_launch(with_pdl(PdlChoice::on, split(4)), with_pdl(PdlChoice::on, split(4))));
+  GemmLaunchOptions par1 = with_pdl(PdlChoice::off);
+  par1.split_mode = SplitKMode::parallel;
+  CHECK(same_launch(par1, with_pdl(PdlChoice::off)));
+  // Every entry accepts it (ignored where PDL is impossible), also together with its other options.
+  const GemmKernelEntry wg = wgmma_entry();
+  for (PdlChoice c : {PdlChoice::on, PdlChoice::off}) {
+    for (const auto& e : split_capable_entries()) {
+      CHECK(check_launch_options(e, with_pdl(c)).ok());
+      if (e.workspace_size != nullptr) CHECK(check_launch_options(e, with_pdl(c, split(4))).ok());
+    }
+    CHECK(check_launch_options(wg, with_pdl(c, cluster2())).ok());
+  }
+}
+
+TEST_CASE("tactics: launch_variants adds each variant's PDL twin on sm90 devices, for problems up to 2^35, right behind it") {
+  const auto entries = split_capable_entries();
+  const GemmKernelEntry* split_ok = nullptr;
+  for (const auto& e : entries)
+    if (e.workspace_size != nullptr) split_ok = &e;
+  REQUIRE(split_ok != nullptr);
+  const GemmKernelEntry wg = wgmma_entry();
+  GemmKernelEntry route = *split_ok;  // a route entry (operands prepared, then an instance): no twins
+  route.implements = [](const GemmDesc&, const GemmAlignment&, const DeviceInfo*) { return Status{}; };
+  const DeviceInfo dev = fake_device(), ampere = fake_device(80);
+  const GemmDesc small = resolved(decode().desc);                     // 2^27: programmatic by the rule
+  const GemmDesc mid = resolved(f16_problem(4096, 4096, 1024).desc);  // 2^34: plain by the rule
+  const GemmDesc big = resolved(f16_problem(8192, 8192, 8192).desc);  // 2^39: PDL does not matter
+  const bool rule = kernel::sm80_pdl_mode() == kernel::PdlMode::small_only && kernel::sm90_pdl_mode() == kernel::PdlMode::small_only;
+  if (!rule) MESSAGE("KTUNE_SM80_PDL or KTUNE_SM90_PDL is set: no PDL twins are offered");
+
+  // The variants without PDL choice: those launch_variants offers where PDL is impossible (sm80 device)
+  // or does not matter; on sm90 each is followed by its twin.
+  auto check_twins = [&](const GemmKernelEntry& e, const GemmDesc& d, PdlChoice want) {
+    CAPTURE(e.name);
+    const auto v = launch_variants(e, d, dev);
+    std::vector<GemmLaunchOptions> plain;
+    for (const GemmLaunchOptions& o : v)
+      if (o.pdl == PdlChoice::rule) plain.push_back(o);
+    REQUIRE(v.size() == 2 * plain.size());
+    CHECK(is_default_launch(v.front()));
+    for (std::size_t i = 0; i < plain.size(); ++i) {
+      const GemmLaunchOptions& o = v[2 * i];
+      const GemmLaunchOptions& t = v[2 * i + 1];
+      CAPTURE(tactic_name(e.name, t));
+      CHECK(same_launch(o, plain[i]));
+      CHECK(t.pdl == want);
+      CHECK(same_launch(t, with_pdl(want, o)));
+      CHECK(check_launch_options(e, t).ok());
+      CHECK(is_launch_variant(e, t, d, dev));
+      CHECK_FALSE(is_launch_variant(e, t, d, ampere));
+      CHECK_FALSE(is_launch_variant(e, with_pdl(want == PdlChoice::on ? PdlChoice::off : PdlChoice::on, o), d, dev));
+      // Ranked right behind its variant, so an instance's first tactic stays first.
+      const double fo = tactic_cost_factor(e, o, d, dev), ft = tactic_cost_factor(e, t, d, dev);
+      CHECK(ft == doctest::Approx(fo * 1.0005).epsilon(1e-12));
+      CHECK(ft > fo);
+    }
+    const auto a = launch_variants(e, d, ampere);
+    for (const GemmLaunchOptions& o : a) CHECK(o.pdl == PdlChoice::rule);
+  };
+  auto check_none = [&](const GemmKernelEntry& e, const GemmDesc& d, const DeviceInfo& on) {
+    CAPTURE(e.name);
+    for (const GemmLaunchOptions& o : launch_variants(e, d, on)) CHECK(o.pdl == PdlChoice::rule);
+  };
+  if (rule) {
+    check_twins(*split_ok, small, PdlChoice::off);  // split-K variants too
+    check_twins(*split_ok, mid, PdlChoice::on);
+    check_twins(wg, small, PdlChoice::off);
+    check_twins(wg, mid, PdlChoice::on);  // cluster 2 too
+    for (const auto& e : entries) check_twins(e, small, PdlChoice::off);
+    bool split_twin = false;
+    for (const GemmLaunchOptions& o : launch_variants(*split_ok, small, dev)) split_twin |= o.split_k > 1 && o.pdl == PdlChoice::off;
+    CHECK(split_twin);
+    bool cluster_twin = false;
+    for (const GemmLaunchOptions& o : launch_variants(wg, mid, dev)) cluster_twin |= o.cluster == 2 && o.pdl == PdlChoice::on;
+    CHECK(cluster_twin);
+  }
+  for (const GemmDesc* d : {&small, &mid, &big}) {
+    check_none(*split_ok, *d, ampere);
+    check_none(wg, *d, ampere);
+    check_none(route, *d, dev);
+  }
+  check_none(*split_ok, big, dev);
+  check_none(wg, big, dev);
+}
+
+TEST_CASE("tuner tactics: a faster PDL twin wins, is cached with its suffix and reapplied; its variant is measured first") {
+  if (kernel::sm80_pdl_mode() != kernel::PdlMode::small_only) {
+    MESSAGE("KTUNE_SM80_PDL is set: no PDL twins are offered (skipped)");
+    return;
+  }
+  TempDir dir;
+  TunerOptions o = quiet_options();
+  o.cache_path = dir.file("t.ktune");
+  o.max_candidates = 0;  // every tactic
+  SplitFixture f(o);
+  const Problem p = decode();  // 2^27: programmatic by the rule, so the twins are @nopdl
+  const std::string want = k128 + "@nopdl";
+  f.backend->results[want].ms = 0.3;
+  const GemmTactic* t = f.select(p);
+  REQUIRE(t != nullptr);
+  CHECK(t->name == want);
+  CHECK(t->launch.pdl == PdlChoice::off);
+  CHECK(t->launch.split_k == 1);
+  // Every variant of every instance was measured with its twin, the twin after it.
+  std::vector<std::string> every;
+  {
+    std::lock_guard lock(f.backend->log_mu);
+    every = f.backend->measured;
+  }
+  CHECK(std::set<std::string>(every.begin(), every.end()).size() == every.size());
+  for (const std::string& name : every) {
+    if (name.size() > 6 && name.compare(name.size() - 6, 6, "@nopdl") == 0) {
+      const std::string original = name.substr(0, name.size() - 6);
+      const auto i = std::find(every.begin(), every.end(), original), j = std::find(every.begin(), every.end(), name);
+      CHECK_MESSAGE(i < j, original << " measured after its twin");
+    } else {
+      CHECK_MESSAGE(std::find(every.begin(), every.end(), name + "@nopdl") != every.end(), name << " has no twin measured");
+    }
+  }
+  // Persisted as "nopdl", and another tuner applies it without measuring.
+  CHECK(read_text(o.cache_path).find("\"launch\":\"nopdl\"") != std::string::npos);
+  SplitFixture g(o);
+  const GemmTactic* again = g.select(p);
+  CHECK(again->name == want);
+  CHECK(again->launch.pdl == PdlChoice::off);
+  CHECK(g.last_report().source == Source::cache);
+  CHECK(g.backend->measures.load() == 0);
+  // A pinned @pdl is accepted (an explicit choice, also where the rule already launches programmatically).
+  CHECK(g.tuner->pin(p.desc, alignment_of(p.desc, p.ops), k128 + "@pdl").ok());
+  CHECK(g.tuner->lookup_tactic(p.desc, p.ops)->launch.pdl == PdlChoice::on);
 }

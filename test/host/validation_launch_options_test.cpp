@@ -94,6 +94,11 @@ TEST_CASE("gemm(): launch options out of range are invalid arguments before anyt
     o.max_ctas = mc;
     cases.push_back({"max_ctas " + std::to_string(mc), o, "max_ctas must not be negative"});
   }
+  for (int pdl : {3, -1}) {
+    GemmLaunchOptions o;
+    o.pdl = static_cast<PdlChoice>(pdl);
+    cases.push_back({"pdl " + std::to_string(pdl), o, "unknown pdl"});
+  }
   for (const Case& c : cases)
     for (bool heuristic : {false, true})
       for (const char* instance : {static_cast<const char*>(nullptr), "ktune_gemm_sm80_f16_tn_128x128x32_w32x64_s3_a1"}) {
@@ -113,6 +118,12 @@ TEST_CASE("gemm(): launch options out of range are invalid arguments before anyt
   for (int rg : {1, max_raster_group}) {
     GemmOptions opt;
     opt.launch.raster_group = rg;
+    CHECK(check_launch_option_ranges(opt.launch).ok());
+    if (cuda_device_count() == 0) CHECK(gemm(gemm_desc(), gemm_ops(), nullptr, opt).code() == StatusCode::no_device);
+  }
+  for (PdlChoice pdl : {PdlChoice::rule, PdlChoice::on, PdlChoice::off}) {
+    GemmOptions opt;
+    opt.launch.pdl = pdl;
     CHECK(check_launch_option_ranges(opt.launch).ok());
     if (cuda_device_count() == 0) CHECK(gemm(gemm_desc(), gemm_ops(), nullptr, opt).code() == StatusCode::no_device);
   }

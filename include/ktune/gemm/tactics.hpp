@@ -1,7 +1,7 @@
 // ktune/gemm/tactics.hpp — a tactic is an instance plus the launch options it runs with: the unit the
 // tuner ranks, measures, pins and caches. Instances are compiled; launch options (split-K, the sm90
-// cluster size, the raster group) are runtime knobs of the same compiled kernel, so one instance
-// yields several tactics without new instantiations.
+// cluster size, the raster group, programmatic dependent launch) are runtime knobs of the same compiled
+// kernel, so one instance yields several tactics without new instantiations.
 //
 // Names are stable and readable, for logs, reports and the cache: the instance name for default
 // options, then one "@knob" per non-default option in a fixed order:
@@ -12,6 +12,8 @@
 //   ktune_gemm_sm90_wgmma_bf16_tn_128x256x64_..._a8@cl2          cluster of 2 CTAs (TMA multicast)
 //   ktune_gemm_sm90_wgmma_bf16_tn_128x256x64_..._a8@sk           stream-K tile schedule
 //   ...@rg16 / ...@ctas66                                        raster group 16 / at most 66 CTAs
+//   ...@pdl / ...@nopdl                                          always / never a programmatic launch
+//                                                                (default: the rule, kernel/pdl.hpp)
 //
 // launch_variants() says which options are worth timing for an instance on a problem (default options
 // first); tactic_cost_factor() is how the cost model ranks a variant against the instance's default.
@@ -22,6 +24,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ktune/arch.hpp"
@@ -44,11 +47,13 @@ struct GemmTactic {
   std::string name;  // tactic_name(entry->name, launch)
 };
 
-// Do two option sets launch the same way? (The split mode only matters when K is split.)
+// Do two option sets launch the same way? (The split mode only matters when K is split. PdlChoice::rule
+// differs from on and off even where the rule would give the same: the names differ, and the rule's
+// outcome depends on the environment.)
 inline bool same_launch(const GemmLaunchOptions& a, const GemmLaunchOptions& b) {
   return a.raster_group == b.raster_group && a.cluster == b.cluster && a.max_ctas == b.max_ctas &&
          a.split_k == b.split_k && (a.split_k <= 1 || (a.split_mode == b.split_mode && a.split_cluster == b.split_cluster)) &&
-         a.stream_k == b.stream_k;
+         a.stream_k == b.stream_k && a.pdl == b.pdl;
 }
 inline bool is_default_launch(const GemmLaunchOptions& o) { return same_launch(o, GemmLaunchOptions{}); }
 
@@ -76,6 +81,10 @@ inline std::string launch_suffix(const GemmLaunchOptions& o) {
   if (o.cluster != def.cluster) add("cl", o.cluster);
   if (o.raster_group != def.raster_group) add("rg", o.raster_group);
   if (o.max_ctas != def.max_ctas) add("ctas", o.max_ctas);
+  if (o.pdl != def.pdl) {
+    if (!s.empty()) s += tactic_separator;
+    s += o.pdl == PdlChoice::on ? "pdl" : "nopdl";
+  }
   return s;
 }
 
@@ -122,6 +131,8 @@ inline bool parse_launch_suffix(std::string_view s, GemmLaunchOptions& out, std:
     int v = 0;
     if (knob == "sk") {
       o.stream_k = true;
+    } else if (knob == "pdl" || knob == "nopdl") {
+      o.pdl = knob == "pdl" ? PdlChoice::on : PdlChoice::off;
     } else if (number("split", tail, v) && v >= 2 && v <= max_split_k && (tail == "s" || tail == "p")) {
       o.split_k = v;
       o.split_mode = tail == "p" ? SplitKMode::parallel : SplitKMode::serial;
@@ -137,7 +148,7 @@ inline bool parse_launch_suffix(std::string_view s, GemmLaunchOptions& out, std:
     } else if (number("ctas", tail, v) && tail.empty() && v >= 1) {
       o.max_ctas = v;
     } else {
-      why = "unknown launch option '" + std::string(knob) + "' (split<N>s|p|c<C>, sk, cl<N>, rg<N>, ctas<N>)";
+      why = "unknown launch option '" + std::string(knob) + "' (split<N>s|p|c<C>, sk, cl<N>, rg<N>, ctas<N>, pdl, nopdl)";
       return false;
     }
   }
@@ -195,6 +206,27 @@ inline std::vector<GemmLaunchOptions> launch_variants(const GemmKernelEntry& e, 
     o.raster_group = alternative_raster_group;
     detail::add_variant(v, o);
   }
+  // Programmatic dependent launch (compute capability ≥ 9.0; kernel instances, not routes): each variant's
+  // twin with the choice opposite to the rule's for this problem (kernel::pdl_twin: only under the size
+  // rule and for M·N·K ≤ 2^35, where the microsecond PDL hides is ≳ 1% of the GEMM). Its effect on the
+  // sm80 kernel has no size pattern (H200, graph replay: +5-9% or -3 to -9% on decode shapes), and the
+  // tuner times short candidates in chains of back-to-back launches, which is where PDL shows. Each twin
+  // directly follows its variant. (An sm80 instance built without an sm_90 image launches its @pdl twin
+  // plainly: timed for nothing, harmless.)
+  if (dev.cc >= 90 && !is_route(e)) {
+    const PdlChoice twin = kernel::pdl_twin(kernel::pdl_mode_for(is_wgmma(e.config.math)), d);
+    if (twin != PdlChoice::rule) {
+      std::vector<GemmLaunchOptions> with;
+      with.reserve(2 * v.size());
+      for (const GemmLaunchOptions& o : v) {
+        with.push_back(o);
+        GemmLaunchOptions t = o;
+        t.pdl = twin;
+        with.push_back(t);
+      }
+      v = std::move(with);
+    }
+  }
   return v;
 }
 
@@ -245,6 +277,7 @@ inline double tactic_cost_factor(const GemmKernelEntry& e, const GemmLaunchOptio
   if (o.cluster != GemmLaunchOptions{}.cluster) f *= 1.001;
   if (o.raster_group != GemmLaunchOptions{}.raster_group) f *= 1.002;
   if (o.max_ctas != GemmLaunchOptions{}.max_ctas) f *= 1.003;
+  if (o.pdl != GemmLaunchOptions{}.pdl) f *= 1.0005;  // the PDL twin: right behind its variant
   return f;
 }
 

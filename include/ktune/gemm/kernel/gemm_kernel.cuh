@@ -612,9 +612,11 @@ bool pdl_image() {
   known.fetch_or(bit, std::memory_order_release);
   return yes;
 }
+// Per launch, GemmLaunchOptions::pdl overrides the switch and the rule (pdl_launch): `on` still needs the
+// image (else a plain launch), `off` never launches programmatically.
 template <auto Kernel>
-bool sm80_pdl_enabled(const GemmDesc& d) {
-  return pdl_wanted(sm80_pdl_mode(), d) && pdl_image<Kernel>();
+bool sm80_pdl_enabled(const GemmDesc& d, PdlChoice choice = PdlChoice::rule) {
+  return pdl_launch(choice, sm80_pdl_mode(), d) && pdl_image<Kernel>();
 }
 
 // Kernel<<<grid, threads, smem, stream>>>(q), or the same through cudaLaunchKernelEx with
@@ -795,7 +797,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   }
   KTUNE_RETURN_IF_ERROR(ensure_smem_limit<kernel>(smem));
   // Programmatic dependent launch (sm90 devices; the split-K reduction stays a plain launch).
-  const bool pdl = sm80_pdl_enabled<kernel>(d);
+  const bool pdl = sm80_pdl_enabled<kernel>(d, opt.pdl);
   if constexpr (supports_cluster_split_k(C))
     if (cluster_mode) return launch_cluster_split_k<kernel>(C, d, ops, opt, p, tiles, smem, stream, pdl);
   if (opt.split_k <= 1)

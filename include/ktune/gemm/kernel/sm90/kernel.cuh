@@ -8,7 +8,7 @@
 // consumers run the fused epilogue (accumulators → per-warp staging in shared memory → epilogue →
 // vector stores; epilogue.cuh) while the producer already fills the ring for the next tile. Launched
 // in clusters of 2 CTAs, the pair's tiles share one operand, which the two producers multicast
-// (mainloop.cuh). Short launches are programmatic (sm90_launch: sm90_pdl_enabled): the kernel lets the next
+// (mainloop.cuh). Short launches are programmatic (sm90_launch_pdl: sm90_pdl_enabled, or GemmLaunchOptions::pdl): the kernel lets the next
 // one start after its barrier init and waits for the previous one before its first global access.
 //
 // Device code exists only for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL); other targets get a trapping body so
@@ -623,22 +623,25 @@ Sm90DStore sm90_d_store(DType t, void* d, std::int64_t m, std::int64_t n, std::i
 // ~0.3-1.5% on long ones (4096×11008×4096 pp_128x128 0.545 → 0.553 ms, 4096³ 0.205 → 0.206, two
 // rounds each), so by default only GEMMs of M·N·K ≤ 2^33 (≲ 25 µs) launch programmatically.
 // A/B switch, read once: KTUNE_SM90_PDL=0 never, =1 always (pdl.hpp, shared with the sm80 launcher's
-// KTUNE_SM80_PDL).
-inline bool sm90_pdl_enabled(const GemmDesc& d) { return pdl_wanted(sm90_pdl_mode(), d); }
+// KTUNE_SM80_PDL). Per launch, GemmLaunchOptions::pdl overrides it (`on` / `off`; `rule`: the switch and
+// the size rule). The kernels are sm_90a code on compute capability 9.0 devices: `on` is always possible.
+inline bool sm90_pdl_enabled(const GemmDesc& d, PdlChoice choice = PdlChoice::rule) {
+  return pdl_launch(choice, sm90_pdl_mode(), d);
+}
 
 // The launch itself: `grid` CTAs, in clusters of `cluster` (1: no cluster attribute), programmatic where
-// sm90_pdl_enabled(d); then, for a split-K launch in parallel mode, the reduction kernel that adds the
+// sm90_pdl_enabled(d, pdl); then, for a split-K launch in parallel mode, the reduction kernel that adds the
 // partials and applies the epilogue: a plain launch (programmatic, it made the pair slower: session 8,
 // 128×4096×4096 @split2p 17.53 → 17.92 µs; session 4 found the same for sm80).
 template <class Epi, class... KernelArgs, class... Args>
-Status sm90_launch(void (*kernel)(KernelArgs...), std::int64_t grid, int cluster, int threads, int smem, cudaStream_t stream,
-                   const GemmParams<typename Epi::Params>& p, const GemmDesc& d, bool split, const char* what,
-                   Args&&... args) {
+Status sm90_launch_pdl(PdlChoice pdl, void (*kernel)(KernelArgs...), std::int64_t grid, int cluster, int threads, int smem,
+                       cudaStream_t stream, const GemmParams<typename Epi::Params>& p, const GemmDesc& d, bool split,
+                       const char* what, Args&&... args) {
   if (grid > 0x7fffffff) return error(StatusCode::invalid_argument, "too many (tile, k-slice) units for one launch");
   cudaLaunchAttribute attrs[2];
   cudaLaunchConfig_t cfg = sm90_cluster_config(static_cast<unsigned>(grid), cluster, threads, smem, stream, attrs[0]);
   if (cluster <= 1) cfg.numAttrs = 0;
-  if (sm90_pdl_enabled(d)) {
+  if (sm90_pdl_enabled(d, pdl)) {
     cudaLaunchAttribute& a = attrs[cfg.numAttrs++];
     a = cudaLaunchAttribute{};
     a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -647,6 +650,14 @@ Status sm90_launch(void (*kernel)(KernelArgs...), std::int64_t grid, int cluster
   cfg.attrs = cfg.numAttrs > 0 ? attrs : nullptr;
   KTUNE_RETURN_IF_ERROR(cuda_status(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...), what));
   return split && !p.split_serial ? launch_splitk_reduce<Epi>(p, d, stream) : Status{};
+}
+// The same by the rule (the conv launchers, which have no per-launch PDL option).
+template <class Epi, class... KernelArgs, class... Args>
+Status sm90_launch(void (*kernel)(KernelArgs...), std::int64_t grid, int cluster, int threads, int smem, cudaStream_t stream,
+                   const GemmParams<typename Epi::Params>& p, const GemmDesc& d, bool split, const char* what,
+                   Args&&... args) {
+  return sm90_launch_pdl<Epi>(PdlChoice::rule, kernel, grid, cluster, threads, smem, stream, p, d, split, what,
+                              std::forward<Args>(args)...);
 }
 
 template <class CfgT, class Epi>
@@ -720,21 +731,21 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
     if (fits[cluster_k].load(std::memory_order_relaxed) < 0)
       return error(StatusCode::unsupported, "sm90 cluster split-K: no cluster of " + std::to_string(cluster_k) + " CTAs fits the device");
     p.split_cluster = cluster_k;
-    return sm90_launch<Epi>(kernel, tiles * cluster_k, cluster_k, threads, smem, stream, p, d, false,
-                            "sm90 GEMM kernel launch (cluster split-K)", ta, tb, p, ds.map, ds.boxes, staged, ds.wide);
+    return sm90_launch_pdl<Epi>(opt.pdl, kernel, tiles * cluster_k, cluster_k, threads, smem, stream, p, d, false,
+                                "sm90 GEMM kernel launch (cluster split-K)", ta, tb, p, ds.map, ds.boxes, staged, ds.wide);
   }
   if (cluster == 1) {
     const std::int64_t slots = opt.max_ctas > 0 ? opt.max_ctas : sms * per_sm_blocks;
     const std::int64_t works = tiles * (split ? opt.split_k : 1);  // split-K: (tile, slice) units
     const std::int64_t grid = opt.stream_k ? std::int64_t{p.sk.ctas} : std::min(works, slots);
-    return sm90_launch<Epi>(kernel, grid, 1, threads, smem, stream, p, d, split, "sm90 GEMM kernel launch", ta, tb, p, ds.map,
-                            ds.boxes, staged, ds.wide);
+    return sm90_launch_pdl<Epi>(opt.pdl, kernel, grid, 1, threads, smem, stream, p, d, split, "sm90 GEMM kernel launch", ta, tb, p,
+                                ds.map, ds.boxes, staged, ds.wide);
   }
   const std::int64_t units = ceil_div(pair_dim, std::int64_t{2}) * (tiles / pair_dim);
   const std::int64_t clusters =
       std::min<std::int64_t>(units, opt.max_ctas > 0 ? std::max(1, opt.max_ctas / 2) : pair_clusters);
-  return sm90_launch<Epi>(kernel, 2 * clusters, 2, threads, smem, stream, p, d, false, "sm90 GEMM kernel launch (cluster of 2)", ta,
-                          tb, p, ds.map, ds.boxes, staged, ds.wide);
+  return sm90_launch_pdl<Epi>(opt.pdl, kernel, 2 * clusters, 2, threads, smem, stream, p, d, false,
+                              "sm90 GEMM kernel launch (cluster of 2)", ta, tb, p, ds.map, ds.boxes, staged, ds.wide);
 }
 
 // The dispatch-table launcher: the built-in run-time epilogue.
