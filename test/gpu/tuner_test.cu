@@ -156,13 +156,14 @@ TEST_CASE("tuner GPU: candidates with wrong output fail validation and are never
   REQUIRE(e != nullptr);
   CHECK(std::string_view(e->name).rfind("test_broken", 0) != 0);
   const TuningReport r = log.reports.back();
-  // Both broken instances, and every launch variant of them (split-K: they copy a real entry's
-  // workspace function), failed validation.
+  // Both broken instances, and every launch variant of them that was run (split-K: they copy a real
+  // entry's workspace function; with PDL twins there can be more than the top-k measures), failed validation.
   int broken = 0, broken_defaults = 0;
   for (const auto& t : r.records)
     if (t.name.rfind("test_broken", 0) == 0) {
-      ++broken;
       broken_defaults += t.name.find('@') == std::string::npos ? 1 : 0;
+      if (t.status == TacticStatus::pruned_by_model || t.status == TacticStatus::pruned_by_budget) continue;
+      ++broken;
       CHECK_MESSAGE(t.status == TacticStatus::failed_validation, t.name << ": " << to_string(t.status) << " " << t.detail);
     }
   CHECK(broken_defaults == 2);

@@ -509,7 +509,7 @@ TEST_CASE("tactics: the PDL choice is a launch option named last (@pdl / @nopdl)
   }
 }
 
-TEST_CASE("tactics: launch_variants adds each variant's PDL twin on sm90 devices, for problems up to 2^35, right behind it") {
+TEST_CASE("tactics: launch_variants adds each sm80 variant's PDL twin on sm90 devices, for problems up to 2^35, right behind it") {
   const auto entries = split_capable_entries();
   const GemmKernelEntry* split_ok = nullptr;
   for (const auto& e : entries)
@@ -561,19 +561,16 @@ TEST_CASE("tactics: launch_variants adds each variant's PDL twin on sm90 devices
   if (rule) {
     check_twins(*split_ok, small, PdlChoice::off);  // split-K variants too
     check_twins(*split_ok, mid, PdlChoice::on);
-    check_twins(wg, small, PdlChoice::off);
-    check_twins(wg, mid, PdlChoice::on);  // cluster 2 too
     for (const auto& e : entries) check_twins(e, small, PdlChoice::off);
     bool split_twin = false;
     for (const GemmLaunchOptions& o : launch_variants(*split_ok, small, dev)) split_twin |= o.split_k > 1 && o.pdl == PdlChoice::off;
     CHECK(split_twin);
-    bool cluster_twin = false;
-    for (const GemmLaunchOptions& o : launch_variants(wg, mid, dev)) cluster_twin |= o.cluster == 2 && o.pdl == PdlChoice::on;
-    CHECK(cluster_twin);
   }
+  // sm90 (wgmma) instances keep the rule: no twins (tactics.hpp says why).
   for (const GemmDesc* d : {&small, &mid, &big}) {
     check_none(*split_ok, *d, ampere);
     check_none(wg, *d, ampere);
+    check_none(wg, *d, dev);
     check_none(route, *d, dev);
   }
   check_none(*split_ok, big, dev);

@@ -212,8 +212,11 @@ inline std::vector<GemmLaunchOptions> launch_variants(const GemmKernelEntry& e, 
   // sm80 kernel has no size pattern (H200, graph replay: +5-9% or -3 to -9% on decode shapes), and the
   // tuner times short candidates in chains of back-to-back launches, which is where PDL shows. Each twin
   // directly follows its variant. (An sm80 instance built without an sm_90 image launches its @pdl twin
-  // plainly: timed for nothing, harmless.)
-  if (dev.cc >= 90 && !is_route(e)) {
+  // plainly: timed for nothing, harmless.) sm80 instances only: on the sm90 kernel the rule's PDL helped
+  // every short shape measured (session 9: 1024³, 256³, 128×4096×4096, 1568×512×2048), and twins of every
+  // sm90 variant took a third of the tuner's 48 slots, pushing out measured winners (s10-batchD,
+  // 64x64x65536: the pick ran 1.15x the exhaustive best).
+  if (dev.cc >= 90 && !is_route(e) && !is_wgmma(e.config.math)) {
     const PdlChoice twin = kernel::pdl_twin(kernel::pdl_mode_for(is_wgmma(e.config.math)), d);
     if (twin != PdlChoice::rule) {
       std::vector<GemmLaunchOptions> with;
