@@ -21,6 +21,15 @@ constexpr GemmConfig sm90_tile(int bm, int bn) {
   return c;
 }
 
+// A problem of these sizes (the PDL rules read only M·N·K).
+GemmDesc shape(std::int64_t m, std::int64_t n, std::int64_t k) {
+  GemmDesc d;
+  d.m = m;
+  d.n = n;
+  d.k = k;
+  return d;
+}
+
 }  // namespace
 
 TEST_CASE("sm90 launch policy: pairs share the larger operand tile") {
@@ -37,13 +46,6 @@ TEST_CASE("programmatic dependent launch: the switch values and the size rule (K
   CHECK(kernel::pdl_mode_of("0") == PdlMode::off);
   CHECK(kernel::pdl_mode_of("1") == PdlMode::on);
   CHECK(kernel::pdl_mode_of("2") == PdlMode::on);
-  GemmDesc d;
-  auto shape = [&](std::int64_t m, std::int64_t n, std::int64_t k) -> const GemmDesc& {
-    d.m = m;
-    d.n = n;
-    d.k = k;
-    return d;
-  };
   // 2^33: 2048^3 programmatic, one more row not; the decode shapes (32×28672×8192 = 7.5e9) are.
   CHECK(kernel::pdl_wanted(PdlMode::small_only, shape(2048, 2048, 2048)));
   CHECK_FALSE(kernel::pdl_wanted(PdlMode::small_only, shape(2049, 2048, 2048)));
@@ -83,13 +85,6 @@ TEST_CASE("programmatic dependent launch: the per-launch choice over the switch 
 
 TEST_CASE("programmatic dependent launch: the tuner's twin is the rule's opposite, under the rule and up to 2^35 (pdl_twin)") {
   using kernel::PdlMode;
-  GemmDesc d;
-  auto shape = [&](std::int64_t m, std::int64_t n, std::int64_t k) -> const GemmDesc& {
-    d.m = m;
-    d.n = n;
-    d.k = k;
-    return d;
-  };
   // Programmatic by the rule (≤ 2^33): the twin is @nopdl.
   CHECK(kernel::pdl_twin(PdlMode::small_only, shape(1, 4096, 4096)) == PdlChoice::off);
   CHECK(kernel::pdl_twin(PdlMode::small_only, shape(32, 11008, 4096)) == PdlChoice::off);
