@@ -29,6 +29,7 @@ enum class Rule {
   wgmma_k_major,           // wgmma on 32-bit (tf32) operands reads K-major shared memory only: A row-, B column-major
   wgmma_full_width,        // a consumer warpgroup tile spans the block tile's width when the tile splits along M alone
   pingpong_whole_tile,     // ping-pong consumers (wgmma only) each compute a whole block tile: warp tile = block tile
+  wgmma_n_shape,           // the warpgroup tile's N is one the kernel has a wgmma wrapper for (kernel/sm90/wgmma.cuh)
 };
 
 constexpr std::string_view rule_name(Rule r) {
@@ -54,6 +55,7 @@ constexpr std::string_view rule_name(Rule r) {
     case Rule::wgmma_k_major: return "wgmma_k_major";
     case Rule::wgmma_full_width: return "wgmma_full_width";
     case Rule::pingpong_whole_tile: return "pingpong_whole_tile";
+    case Rule::wgmma_n_shape: return "wgmma_n_shape";
   }
   return "?";
 }
@@ -103,6 +105,9 @@ struct Verdict {
       case Rule::pingpong_whole_tile:
         return "ping-pong consumers each compute a whole tile (wgmma instances only): the tile holds " + n(value) +
                " warpgroup tiles, not " + n(limit);
+      case Rule::wgmma_n_shape:
+        return "warpgroup tile width " + n(value) +
+               " has no wgmma wrapper (f16/bf16: N = 64, 96, 112, 128, 192, 256; tf32: 64, 128, 192, 256)";
     }
     return "?";
   }

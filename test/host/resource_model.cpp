@@ -8,6 +8,7 @@
 #include "ktune/constraints.hpp"
 #include "ktune/gemm/config.hpp"
 #include "ktune/gemm/resource_model.hpp"
+#include "ktune/gemm/split_k_support.hpp"
 
 using namespace ktune;
 
@@ -384,7 +385,8 @@ TEST_CASE("rules: the first violated rule is the reason, and every rule has a na
   constexpr Rule all[] = {Rule::none, Rule::math_needs_arch, Rule::warp_divides_tile, Rule::instr_divides_warp,
                           Rule::instr_divides_bk, Rule::threads_in_range, Rule::stages_in_range, Rule::smem_fits,
                           Rule::registers_per_thread, Rule::registers_per_sm, Rule::vector_width_legal,
-                          Rule::vector_divides_tile, Rule::copy_divides_threads, Rule::thread_tile_shape};
+                          Rule::vector_divides_tile, Rule::copy_divides_threads, Rule::thread_tile_shape,
+                          Rule::wgmma_n_shape};
   for (Rule r : all) {
     CAPTURE(static_cast<int>(r));
     CHECK(rule_name(r) != "?");
@@ -422,4 +424,49 @@ TEST_CASE("sm90 model: the epilogue staging takes the shared memory a one-block-
     CHECK(estimate_resources(c).smem_bytes == sm90_base_smem_bytes(c) + sm90_bias_buffer_bytes(c));  // bias buffers kept
   }
   CHECK(2 * (estimate_resources(small).smem_bytes + 1024) <= sm90.smem_per_sm_bytes);
+}
+
+TEST_CASE("sm90 model: non-power-of-two warpgroup N (96, 112: probe tiles) with K-major B, the deepest rings that fit") {
+  auto wg = [](TileShape t, WarpShape w, int stages, Layout lb = Layout::col, MathOp m = MathOp::wgmma_bf16) {
+    return GemmConfig{90, m, Layout::row, lb, t, w, stages, m == MathOp::wgmma_tf32 ? 4 : 8};
+  };
+  // tools/sm90-probes: 64x112 s9 (cuBLASLt's L13 tile area and depth), 128x96 s7 (two 64x96 warpgroup
+  // tiles), 192x64 s6 (cuBLASLt's L10 tile area in ktune's orientation). One stage more does not fit.
+  constexpr GemmConfig n112 = wg({64, 112, 64}, {64, 112}, 9), n96 = wg({128, 96, 64}, {64, 96}, 7),
+                       m192 = wg({192, 64, 64}, {192, 64}, 6);
+  static_assert(validate(n112, sm90).ok());
+  static_assert(validate(n96, sm90).ok());
+  static_assert(validate(m192, sm90).ok());
+  CHECK(validate(wg({64, 112, 64}, {64, 112}, 10), sm90).rule == Rule::smem_fits);
+  CHECK(validate(wg({128, 96, 64}, {64, 96}, 8), sm90).rule == Rule::smem_fits);
+  CHECK(validate(wg({192, 64, 64}, {192, 64}, 7), sm90).rule == Rule::smem_fits);
+  for (const GemmConfig& c : {n112, n96, m192}) {
+    CAPTURE(c.tile.n);
+    CHECK(estimate_resources(c).smem_bytes <= sm90.smem_optin_bytes);
+    CHECK(estimate_resources(c).smem_bytes == sm90_base_smem_bytes(c) + sm90_bias_buffer_bytes(c));  // bias buffers kept
+  }
+  // MN-major B (row-major B: 'tt', 'nt') splits into 64-element TMA boxes: WN a multiple of 64.
+  const Verdict vmn = validate(wg({64, 112, 64}, {64, 112}, 9, Layout::row), sm90);
+  CHECK(vmn.rule == Rule::instr_divides_warp);
+  CHECK(vmn.value == 112);
+  CHECK(vmn.limit == 64);
+  // An N without a wgmma wrapper (80), and 96 for tf32 (its wrappers are 64, 128, 192, 256 only).
+  const Verdict v80 = validate(wg({64, 80, 64}, {64, 80}, 8), sm90);
+  CHECK(v80.rule == Rule::wgmma_n_shape);
+  CHECK(v80.value == 80);
+  CHECK(v80.describe().find("no wgmma wrapper") != std::string::npos);
+  CHECK(validate(wg({128, 96, 32}, {64, 96}, 4, Layout::col, MathOp::wgmma_tf32), sm90).rule == Rule::wgmma_n_shape);
+  static_assert(sm90_wgmma_n_available(MathOp::wgmma_f16, 112) && !sm90_wgmma_n_available(MathOp::wgmma_tf32, 112));
+  // WN = 112 stages its epilogue in 16-column chunks, at most 8 per band: one m64 block.
+  const Verdict v2 = validate(wg({128, 112, 64}, {128, 112}, 6), sm90);
+  CHECK(v2.rule == Rule::instr_divides_warp);
+  CHECK(v2.limit == 32);
+  // Serial split-K's reduction walks WM·WN in batches of 2048 values: 64x112 takes parallel mode only.
+  CHECK_FALSE(supports_serial_split_k(n112));
+  CHECK(supports_serial_split_k(n96));
+  CHECK(supports_stream_k(n112));
+  CHECK(supports_stream_k(n96));
+  // The existing tiles keep their serial split-K.
+  CHECK(supports_serial_split_k(wg({128, 128, 64}, {64, 128}, 5)));
+  CHECK(supports_serial_split_k(wg({64, 64, 64}, {64, 64}, 12)));
 }

@@ -4,7 +4,7 @@
 // events, buffer sets rotated past the L2, median of the repeats). The probes exist only in this binary.
 //
 //   ktune-sm90-probes [--dtype bf16|f16|tf32] [--gemm MxNxK] [--filter TEXT]... [--cluster 1,2]
-//                     [--raster 8,16] [--repeats N] [--ms MS] [--no-f64] [--paired] [--small]
+//                     [--raster 8,16] [--repeats N] [--ms MS] [--no-f64] [--paired] [--small] [--bias-relu]
 //
 // Every instance whose name contains one of the filters (default: every sm90 instance of the precision)
 // runs once per launch variant (cluster size × raster group) on NaN-poisoned D and is compared with
@@ -15,6 +15,8 @@
 // ~MS of each per round, N rounds), and reports the median of the per-round ratios: both see the same
 // clocks and temperature. --small: 264x392x200, one checked launch per instance on 2 CTAs,
 // no timing (for compute-sanitizer: each CTA walks several tiles, partial ones included, the ring wraps).
+// --bias-relu: D = relu(A·B + bias[col]) for ktune and cuBLASLt (its BIAS epilogue) and the float64
+// reference (the fused epilogue of cuDNN's 1x1 convolutions), instead of D = A·B.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +45,7 @@ struct Args {
   bool f64 = true;
   bool paired = false;
   bool small = false;
+  bool bias_relu = false;
 };
 
 bool parse_shape(const char* s, Args& a) {
@@ -71,7 +74,7 @@ bool parse_list(const char* s, int lo, int hi, std::vector<int>& out) {
 
 int usage() {
   std::fprintf(stderr, "usage: ktune-sm90-probes [--dtype bf16|f16|tf32] [--gemm MxNxK] [--filter TEXT]... "
-                       "[--cluster 1,2] [--raster 8,16] [--repeats N] [--ms MS] [--no-f64] [--paired] [--small]\n");
+                       "[--cluster 1,2] [--raster 8,16] [--repeats N] [--ms MS] [--no-f64] [--paired] [--small] [--bias-relu]\n");
   return 2;
 }
 
@@ -134,13 +137,13 @@ Status run(const Args& a, int& failures) {
   if (dev.cc != 90) return error(StatusCode::no_instance, "the probes are sm_90a kernels: needs compute capability 9.0");
   cudaStream_t s = nullptr;
   KTUNE_TOOLS_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  const ProblemSpec spec = make_problem(a.m, a.n, a.k, a.precision, "tn");
+  const ProblemSpec spec = make_problem(a.m, a.n, a.k, a.precision, "tn", a.bias_relu);
   ProblemData data;
   KTUNE_RETURN_IF_ERROR(data.create(spec, dev, 20261130, s, a.small ? 1 : 32));
   CublasRef cublas;
   KTUNE_RETURN_IF_ERROR(cublas.init());
   std::unique_ptr<CublasRef::Plan> plan;
-  KTUNE_RETURN_IF_ERROR(cublas.make_plan(spec, nullptr, plan));
+  KTUNE_RETURN_IF_ERROR(cublas.make_plan(spec, a.bias_relu ? data.bias() : nullptr, plan));
   const GemmOperands o0 = data.ops(0);
   KTUNE_RETURN_IF_ERROR(cublas.run(*plan, o0.a, o0.b, data.ref(), s));
   ErrorStats cublas_err;
@@ -287,6 +290,8 @@ int main(int argc, char** argv) {
       a.f64 = false;
     } else if (arg == "--paired") {
       a.paired = true;
+    } else if (arg == "--bias-relu") {
+      a.bias_relu = true;
     } else if (arg == "--small") {
       a.small = true;
       a.m = 264;

@@ -6,6 +6,8 @@
 //             16-bit D instead of the default 2)
 //   _f32map_  tf32 operands through a FLOAT32 tensor map (truncated by the tensor core) instead of the
 //             default TFLOAT32 one (rounded by the TMA)
+//   _n112_, _n96_, _m192_  tile shapes no family has (notes/sm90-gemm.md "Session 10"): warpgroup tiles
+//             64x112 and 64x96 (wgmma N not a power of two; K-major B only) and 192x64 (three m64 blocks)
 #pragma once
 #include <string_view>
 

@@ -203,6 +203,15 @@ constexpr int sm90_mn_major_operands_unsupported(const GemmConfig& c) {
   return int(!c.a_k_contiguous()) + int(!c.b_k_contiguous());
 }
 
+// The wgmma m64nNk* wrappers kernel/sm90/wgmma.cuh has (the instruction takes N = 8..256 in steps of 8
+// for f16/bf16, but each N needs its own inline-asm operand list): N = 64, 128, 192, 256 for every math,
+// and 96, 112 for f16/bf16 (non-power-of-two tiles such as cuBLASLt's 64x112 / 128x96 on short-M GEMMs;
+// only the probes instantiate them, tools/sm90-probes).
+constexpr bool sm90_wgmma_n_available(MathOp m, int n) {
+  if (n == 64 || n == 128 || n == 192 || n == 256) return true;
+  return (n == 96 || n == 112) && (m == MathOp::wgmma_f16 || m == MathOp::wgmma_bf16);
+}
+
 // The sm90 (TMA + wgmma, warp-specialized) constraints, in the order they are checked.
 constexpr Verdict validate_sm90(const GemmConfig& c, const ArchTraits& arch) {
   const int es = size_of(c.operand());
@@ -214,10 +223,15 @@ constexpr Verdict validate_sm90(const GemmConfig& c, const ArchTraits& arch) {
   if (auto v = require(c.warp.n > 0 && c.tile.n % c.warp.n == 0, Rule::warp_divides_tile, c.tile.n, c.warp.n); !v.ok()) return v;
   // Ping-pong consumers take turns on whole tiles: each warpgroup tile is the block tile.
   if (auto v = require(c.schedule != WgSchedule::pingpong || c.warps_m() * c.warps_n() == 1, Rule::pingpong_whole_tile, c.warps_m() * c.warps_n(), 1); !v.ok()) return v;
-  // Each consumer warpgroup issues m64 instructions; its N (one instruction wide, ≤ 256) is a multiple
-  // of 64 so MN-major operands split into whole 64-element TMA boxes.
+  // Each consumer warpgroup issues m64 instructions, one instruction wide: N = WN, one of the wgmma
+  // wrappers the kernel has (sm90_wgmma_n_available). An MN-major B splits into whole 64-element TMA
+  // boxes: WN a multiple of 64 (96 / 112 take K-major B: 'tn', 'nn'). A WN that is not a multiple of 32
+  // (112) stages its epilogue in 16-column chunks, at most 8 per warp band (epilogue.cuh:
+  // stage_chunk_at): one m64 block (WM = 64).
   if (auto v = require(c.warp.m % 64 == 0, Rule::instr_divides_warp, c.warp.m, 64); !v.ok()) return v;
-  if (auto v = require(c.warp.n % 64 == 0, Rule::instr_divides_warp, c.warp.n, 64); !v.ok()) return v;
+  if (auto v = require(sm90_wgmma_n_available(c.math, c.warp.n), Rule::wgmma_n_shape, c.warp.n, 0); !v.ok()) return v;
+  if (auto v = require(c.b_k_contiguous() || c.warp.n % 64 == 0, Rule::instr_divides_warp, c.warp.n, 64); !v.ok()) return v;
+  if (auto v = require(c.warp.n % 32 == 0 || c.warp.m == 64, Rule::instr_divides_warp, c.warp.n, 32); !v.ok()) return v;
   // Consumer warpgroups split the tile along M while each keeps whole m64 blocks: per k16 step a 128x256
   // tile's wgmmas then read 20 KB of shared memory as 2 x m64n256, 24 KB as 4 x m64n128 (A and B slices
   // once per instruction). Measured on the H200 (bf16, f16, tf32; 1024^3..8192^3): 128x256 with 128x128

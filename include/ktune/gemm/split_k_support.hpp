@@ -28,8 +28,12 @@ constexpr bool supports_split_k(const GemmConfig& c) {
 // instances whose consumer warpgroup tile is at most 64x128 (64 accumulator registers). With 128
 // accumulators (64x256, 128x128 warpgroup tiles) the serial path spilled 20 bytes (H200 s5-batchA/B),
 // and it was the slowest tactic there anyway (128x4096x4096 128x256 @split4s 49.2 us vs @split4p 21.3):
-// those take parallel mode only.
-constexpr bool supports_serial_split_k(const GemmConfig& c) { return !is_wgmma(c.math) || c.warp.m * c.warp.n <= 64 * 128; }
+// those take parallel mode only. The sm90 reduction (kernel/sm90/split_k.cuh: serial_split_k_sum) also
+// walks the sub-tile in batches of 4 × 128 four-column groups: WM·WN a multiple of 2048 (64x112, a probe
+// tile, is not).
+constexpr bool supports_serial_split_k(const GemmConfig& c) {
+  return !is_wgmma(c.math) || (c.warp.m * c.warp.n <= 64 * 128 && c.warp.m * c.warp.n % 2048 == 0);
+}
 
 // Cluster mode (SplitKMode::cluster): the split_k slices of a tile run in thread-block clusters of
 // split_cluster CTAs that add their accumulators through distributed shared memory. Two kernels take it:

@@ -47,6 +47,14 @@ __device__ __forceinline__ bool is_identity(const typename Epi::Params& ep) {
     return false;
 }
 
+// Columns of one staged chunk of a warp band: smem_layout::sm90_epilogue_cols (32), or 16 where the
+// warpgroup tile's width is not a multiple of 32 (WN = 112, a probe tile: 7 chunks; the constraint model
+// keeps such tiles to one m64 block, so a band has at most 8 chunks). The chunk's staging (16 rows ×
+// (16 + pad) floats) fits the 16 × 32 one the resource model reserves.
+template <class ML>
+inline constexpr int sm90_epilogue_cols_of =
+    ML::WN % smem_layout::sm90_epilogue_cols == 0 ? smem_layout::sm90_epilogue_cols : 16;
+
 // Epilogue of one consumer warp: its 16-row bands (one per m64 block), Cols columns at a time, staged
 // through `stage` so every lane applies the epilogue to 4 consecutive columns and stores one vector.
 // Identity: every chunk unrolled, all of a lane's vectors in flight. General (any Epi; the built-in
@@ -55,7 +63,8 @@ template <class ML, class Epi, class TOut, bool General = true>
 __device__ __forceinline__ void store_accumulators(const GemmParams<typename Epi::Params>& p,
                                                    typename ML::Accumulators& acc, float* stage, int row0, int col0,
                                                    bool identity) {
-  constexpr int cols = smem_layout::sm90_epilogue_cols, stride = cols + smem_layout::sm90_epilogue_pad;
+  constexpr int cols = sm90_epilogue_cols_of<ML>, stride = cols + smem_layout::sm90_epilogue_pad;
+  static_assert(ML::WN % cols == 0, "whole chunks");
   constexpr int chunks = ML::WN / cols, vectors = smem_layout::epilogue_band_rows * cols / 4;
   const int lane = threadIdx.x & 31;
   TOut* D = static_cast<TOut*>(p.d);
@@ -134,7 +143,8 @@ template <class ML, class TOut>
 __device__ __forceinline__ void store_builtin(const GemmParams<epilogue::Builtin::Params>& p,
                                               typename ML::Accumulators& acc, float* stage, int row0, int col0) {
   using V = epilogue::Vec4<TOut>;
-  constexpr int cols = smem_layout::sm90_epilogue_cols, stride = cols + smem_layout::sm90_epilogue_pad;
+  constexpr int cols = sm90_epilogue_cols_of<ML>, stride = cols + smem_layout::sm90_epilogue_pad;
+  static_assert(ML::WN % cols == 0, "whole chunks");
   constexpr int chunks = ML::WN / cols, lanes_per_row = cols / 4, rows_per_pass = 32 / lanes_per_row;
   constexpr int passes = smem_layout::epilogue_band_rows / rows_per_pass;  // vectors per lane and chunk
   const epilogue::Builtin::Params& ep = p.ep;
@@ -318,8 +328,10 @@ __device__ __forceinline__ bool wide_identity_store(const void* d, std::int64_t 
 template <class ML, class TOut, class EpiParams>
 __device__ __forceinline__ void store_identity_wide(const GemmParams<EpiParams>& p, typename ML::Accumulators& acc,
                                                     float* stage, int row0, int col0) {
-  static_assert(sizeof(TOut) == 2 && ML::WN % 64 == 0, "16-bit D, 64-column boxes");
-  constexpr int box_cols = 64, boxes = ML::WN / box_cols, row_bytes = 128;
+  // WN % 64 != 0 (96, 112: probe tiles): the last box is partial, its 16-byte units 0 .. last_units − 1.
+  static_assert(sizeof(TOut) == 2 && ML::WN % 16 == 0, "16-bit D, 64-column boxes (the last one of 16-column steps)");
+  constexpr int box_cols = 64, boxes = (ML::WN + box_cols - 1) / box_cols, row_bytes = 128;
+  constexpr int last_units = (ML::WN - box_cols * (boxes - 1)) / 8;  // 8 where WN % 64 == 0
   static_assert(smem_layout::epilogue_band_rows * row_bytes <=
                     smem_layout::epilogue_band_rows * (smem_layout::sm90_epilogue_cols + smem_layout::sm90_epilogue_pad) * 4,
                 "a 16-row × 128-byte box fits the warp's staging buffer");
@@ -334,8 +346,11 @@ __device__ __forceinline__ void store_identity_wide(const GemmParams<EpiParams>&
       const int rb = row0 + 64 * mi, cb = col0 + box_cols * b;
       if (rb >= p.m || cb >= p.n) continue;  // warp-uniform: the box lies outside D
       __syncwarp();                          // every lane has read the previous box
+      [[maybe_unused]] const int units = b + 1 < boxes ? box_cols / 8 : last_units;  // (unrolled: a constant per box)
 #pragma unroll
       for (int j = 0; j < box_cols / 8; ++j) {  // lane (g, t): columns 8j + 2t, +1 of rows g and g + 8
+        if constexpr (last_units < box_cols / 8)
+          if (j >= units) break;
         const int jj = (box_cols / 8) * b + j, at = ((j ^ g) << 4) + 4 * t;  // rows g, g + 8: same swizzle
         *reinterpret_cast<Pair*>(buf + g * row_bytes + at) = epilogue::pack2<TOut>(acc[mi][4 * jj], acc[mi][4 * jj + 1]);
         *reinterpret_cast<Pair*>(buf + (g + 8) * row_bytes + at) = epilogue::pack2<TOut>(acc[mi][4 * jj + 2], acc[mi][4 * jj + 3]);
@@ -344,6 +359,8 @@ __device__ __forceinline__ void store_identity_wide(const GemmParams<EpiParams>&
 #pragma unroll
       for (int i = 0; i < smem_layout::epilogue_band_rows / 4; ++i) {  // 4 rows × 8 units per instruction
         const int r = 4 * i + (lane >> 3), u = lane & 7;
+        if constexpr (last_units < box_cols / 8)
+          if (u >= units) continue;  // a partial box's lanes past its width
         const uint4 v = *reinterpret_cast<const uint4*>(buf + r * row_bytes + ((u ^ (r & 7)) << 4));
         const int row = rb + r, col = cb + 8 * u;
         if (row >= p.m || col >= p.n) continue;

@@ -37,7 +37,10 @@ struct WgmmaMainloop {
   static constexpr int mn_box_inner = row_bytes / elem_bytes;  // MN-major boxes: 64 MN elements (16-bit only)
   static constexpr int a_bytes = BM * row_bytes, b_bytes = BN * row_bytes;
   static constexpr int stage_bytes = a_bytes + b_bytes;
-  static_assert(BK * elem_bytes == row_bytes && WM % 64 == 0 && WN % 64 == 0 && BK % instr_k == 0,
+  // WN: a multiple of 16 (wgmma takes N in steps of 8; the staged epilogue's 16-column chunks and a
+  // multicast half of a K-major B box, whole 8-row swizzle atoms, need 16), of 64 where B is MN-major
+  // (whole 64-element TMA boxes). WN = 96 / 112 are probes (tools/sm90-probes), K-major B.
+  static_assert(BK * elem_bytes == row_bytes && WM % 64 == 0 && WN % 16 == 0 && (b_kc || WN % 64 == 0) && BK % instr_k == 0,
                 "the constraint model guarantees the shapes");
   static_assert(C.math != MathOp::wgmma_tf32 || (a_kc && b_kc), "the constraint model keeps tf32 K-major");
   // Descriptor address step (16-byte units) per k-step: instr_k elements (32 bytes) along a K-major
