@@ -217,7 +217,7 @@ inline std::vector<GemmLaunchOptions> launch_variants(const GemmKernelEntry& e, 
   // sm90 variant took a third of the tuner's 48 slots, pushing out measured winners (s10-batchD,
   // 64x64x65536: the pick ran 1.15x the exhaustive best).
   if (dev.cc >= 90 && !is_route(e) && !is_wgmma(e.config.math)) {
-    const PdlChoice twin = kernel::pdl_twin(kernel::pdl_mode_for(is_wgmma(e.config.math)), d);
+    const PdlChoice twin = kernel::pdl_twin(kernel::sm80_pdl_mode(), d);
     if (twin != PdlChoice::rule) {
       std::vector<GemmLaunchOptions> with;
       with.reserve(2 * v.size());

@@ -84,7 +84,5 @@ inline PdlMode sm80_pdl_mode() {
   static const PdlMode mode = pdl_mode_of(std::getenv("KTUNE_SM80_PDL"));
   return mode;
 }
-// The switch of an instance's kernel kind: sm90 for wgmma instances, sm80 for the others.
-inline PdlMode pdl_mode_for(bool wgmma) { return wgmma ? sm90_pdl_mode() : sm80_pdl_mode(); }
 
 }  // namespace ktune::kernel
