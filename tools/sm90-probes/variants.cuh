@@ -8,6 +8,11 @@
 //             default TFLOAT32 one (rounded by the TMA)
 //   _n112_, _n96_, _m192_  tile shapes no family has (notes/sm90-gemm.md "Session 10"): warpgroup tiles
 //             64x112 and 64x96 (wgmma N not a power of two; K-major B only) and 192x64 (three m64 blocks)
+//   _swap_    swap AB (Sm90Schedule::swap_ab): the kernel runs the transposed problem D^T = B·A^T, so the
+//             name's tile and warp shape are in that SWAPPED orientation: _swap_64x112x64_w64x112_ is 64
+//             along our N (output channels) x 112 along our M (wgmma N = 112 runs along M, which the
+//             unswapped kernel can only tile by 64s); the epilogue stores the tile transposed. 'tn' bf16/f16
+//             with 16-bit D, identity or bias+ReLU only (the launch refuses anything else), no split-K.
 #pragma once
 #include <string_view>
 
@@ -15,12 +20,13 @@
 
 namespace ktune::probes {
 
-template <GemmConfig Cfg, bool PingPong, bool TmaStore = false, bool Tf32Map = true>
+template <GemmConfig Cfg, bool PingPong, bool TmaStore = false, bool Tf32Map = true, bool SwapAB = false>
 struct Variant {
   static constexpr GemmConfig value = Cfg;
   static constexpr bool pingpong = PingPong;
   static constexpr bool tma_store = TmaStore;
   static constexpr bool tma_tf32 = Tf32Map;
+  static constexpr bool swap_ab = SwapAB;
 };
 
 template <class V>

@@ -387,6 +387,86 @@ __device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params
   }
 }
 
+// ---- swap_ab (kernel.cuh: Sm90Schedule::swap_ab; probes only) ------------------------------------------
+// The kernel computed D^T: accumulator row i (kernel row, p.m = our N) is D's column, accumulator column
+// j (kernel column, p.n = our M) is D's row, so element (i, j) goes to D[j][i] (row-major D, p.ldd). Per
+// m64 block the warp's 16-row band (rows rb..rb+15) is a 16-column strip of D. Each lane adds the bias of
+// its two rows (g, g + 8: the bias is indexed by the accumulator row = our output channel), applies the
+// ReLU and writes its 16-bit values transposed into the warp's staging, `cols` accumulator columns at a
+// time ([j][i], 16 values + 8 pad per row: the 2-byte writes of a warp instruction hit distinct words);
+// then every lane stores one 16-byte vector (8 columns of one D row) per 16 staged rows, predicated on
+// both edges (partial vectors element by element; unaligned D element by element as well).
+template <class T>
+__device__ __forceinline__ std::uint16_t bits16(float x) {
+  const T v = epilogue::from_float<T>(x);
+  std::uint16_t r;
+  static_assert(sizeof(v) == sizeof(r));
+  __builtin_memcpy(&r, &v, sizeof(r));
+  return r;
+}
+template <class ML, class TOut>
+__device__ __forceinline__ void store_tile_swapped(const GemmParams<epilogue::Builtin::Params>& p,
+                                                   typename ML::Accumulators& acc, float* staging, int row0, int col0) {
+  static_assert(sizeof(TOut) == 2, "swap_ab: 16-bit D");
+  constexpr int cols = sm90_epilogue_cols_of<ML>, chunks = ML::WN / cols;
+  constexpr int stride = 24;  // 16-bit elements per staged row: 16 values + 8 pad (48 bytes: 16-byte aligned)
+  static_assert(ML::WN % cols == 0 && cols % 16 == 0 && cols * stride * 2 <= sm90_min_warp_staging_bytes,
+                "whole chunks in the least warp staging");
+  constexpr int per_lane = 2 * cols / 32;  // 16-byte vectors per lane and chunk (2 per staged row)
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  auto* stage = reinterpret_cast<std::uint16_t*>(staging);
+  const TOut* B = static_cast<const TOut*>(p.ep.bias);
+  const bool relu = p.ep.activation == Activation::relu;
+  auto* D = static_cast<std::uint16_t*>(p.d);
+  const bool vec = ((reinterpret_cast<std::uintptr_t>(D) | static_cast<std::uintptr_t>(p.ldd) * 2u) & 15u) == 0;
+#pragma unroll
+  for (int mi = 0; mi < ML::MI; ++mi) {
+    const int rb = row0 + 64 * mi;  // accumulator rows rb..rb+15: D's columns
+    if (rb >= p.m) continue;        // warp-uniform: the band lies past N
+    float b_lo = 0.0f, b_hi = 0.0f;
+    if (B != nullptr) {
+      if (rb + g < p.m) b_lo = epilogue::to_float(B[rb + g]);
+      if (rb + g + 8 < p.m) b_hi = epilogue::to_float(B[rb + g + 8]);
+    }
+#pragma unroll
+    for (int ch = 0; ch < chunks; ++ch) {
+      const int cb = col0 + ch * cols;  // accumulator columns cb..cb+cols-1: D's rows
+      if (cb >= p.n) break;             // warp-uniform: this chunk and the later ones lie past M
+      __syncwarp();                     // the previous chunk's (or tile's) reads of the staging are done
+#pragma unroll
+      for (int jj = 0; jj < cols / 8; ++jj) {
+        const int j = ch * (cols / 8) + jj;  // the accumulators' 8-column group
+        float v[4] = {acc[mi][4 * j] + b_lo, acc[mi][4 * j + 1] + b_lo, acc[mi][4 * j + 2] + b_hi, acc[mi][4 * j + 3] + b_hi};
+        if (relu) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) v[e] = fmaxf(v[e], 0.0f);
+        }
+        const int c = 8 * jj + 2 * t;  // staged row (accumulator column within the chunk)
+        stage[c * stride + g] = bits16<TOut>(v[0]);
+        stage[(c + 1) * stride + g] = bits16<TOut>(v[1]);
+        stage[c * stride + g + 8] = bits16<TOut>(v[2]);
+        stage[(c + 1) * stride + g + 8] = bits16<TOut>(v[3]);
+      }
+      __syncwarp();
+#pragma unroll
+      for (int q = 0; q < per_lane; ++q) {
+        const int u = lane + 32 * q, r = u >> 1, h = u & 1;
+        const int row = cb + r, col = rb + 8 * h;  // D's row (our M) and first column (our N)
+        if (row >= p.n || col >= p.m) continue;
+        const std::uint16_t* src = stage + r * stride + 8 * h;
+        std::uint16_t* dst = D + static_cast<std::int64_t>(row) * p.ldd + col;
+        if (vec && col + 8 <= p.m) {
+          *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+        } else {
+#pragma unroll
+          for (int e = 0; e < 8; ++e)
+            if (col + e < p.m) dst[e] = src[e];
+        }
+      }
+    }
+  }
+}
+
 // ---- Asynchronous store of 16-bit D through the TMA ---------------------------------------------------
 // With one k-tile per tile (K = 64: 8192×8192×64, conv 1×1 layers) the kernel is a pure store, and a
 // consumer that issues its own global stores waits for them (the LSU queue backs up) instead of starting

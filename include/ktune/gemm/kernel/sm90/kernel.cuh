@@ -48,10 +48,17 @@ namespace ktune::kernel::sm90 {
 //     buffers for the asynchronous TMA store (epilogue.cuh: store_tile_async, which every instance uses
 //     for 16-bit D with 16-byte aligned rows and the identity or fragment epilogue; the instances' own
 //     staging is the resource model's sm90_warp_staging_bytes: 2 to 8 buffers).
+//   swap_ab (CfgT::swap_ab, probes only; cooperative, 'tn' f16/bf16, 16-bit D, identity or bias+ReLU):
+//     the kernel computes the transposed problem D^T (N x M) = B·A^T: the launcher hands it M' = N,
+//     N' = M, A' = our B, B' = our A (both K-major), so the instance's tile (and every kernel-side
+//     row/column) is in that swapped orientation; the epilogue (epilogue.cuh: store_tile_swapped) writes
+//     the accumulators transposed into row-major D, the bias indexed by the accumulator row (our N).
+//     No fragment epilogue, TMA store, wide store, split-K, stream-K or cluster split-K.
 // Each consumer warp has its own epilogue staging either way.
 struct Sm90Schedule {
   bool pingpong = false;
   bool tma_store = false;
+  bool swap_ab = false;
 };
 template <class CfgT>
 constexpr Sm90Schedule schedule_of() {
@@ -59,6 +66,7 @@ constexpr Sm90Schedule schedule_of() {
   s.pingpong = CfgT::value.schedule == WgSchedule::pingpong;
   if constexpr (requires { CfgT::pingpong; }) s.pingpong = s.pingpong || CfgT::pingpong;
   if constexpr (requires { CfgT::tma_store; }) s.tma_store = CfgT::tma_store;
+  if constexpr (requires { CfgT::swap_ab; }) s.swap_ab = CfgT::swap_ab;
   return s;
 }
 // tf32 operands through a TFLOAT32 tensor map: the TMA rounds each fp32 element to tf32 on the way into
@@ -190,7 +198,9 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   // The bias through the tensor core (epilogue.cuh; Sm90WideStore::bias_mma): A' and the B's after the store
   // buffers, set up by the whole block before its first barrier.
   // (The GEMM's kernel only: in the conv kernel it made ptxas spill 56 bytes, 256x128.)
-  constexpr bool bias_mma_capable = std::is_same_v<Epi, epilogue::Builtin> && std::is_same_v<Producer, GemmTmaProducer<C>> &&
+  static_assert(!Sch.swap_ab || (std::is_same_v<Epi, epilogue::Builtin> && !PingPong && !ClusterK && !SplitK),
+                "swap_ab: the built-in epilogue, cooperative consumers, no split-K (probes)");
+  constexpr bool bias_mma_capable = !Sch.swap_ab && std::is_same_v<Epi, epilogue::Builtin> && std::is_same_v<Producer, GemmTmaProducer<C>> &&
                                     sm90_wide_store_fits<ML> && !PingPong && ML::a_kc &&
                                     wide_layout.buffers >= 2 && wide_layout.bias_mma &&
                                     (C.math == MathOp::wgmma_f16 || C.math == MathOp::wgmma_bf16);
@@ -292,7 +302,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     // The built-in epilogue on the accumulators in registers, then the identity store (epilogue.cuh).
     bool fragments = false;
     constexpr bool bias_buffers = sm90_kernel_bias_bytes(C, Sch) > 0;
-    if constexpr (std::is_same_v<Epi, epilogue::Builtin>)
+    if constexpr (std::is_same_v<Epi, epilogue::Builtin> && !Sch.swap_ab)  // (swap_ab: its own store, below)
       fragments = fragments_allowed && !split && !streamk && !identity && fragment_epilogue(p.ep, p.d_vec4) && (bias_buffers || p.ep.bias == nullptr) &&
                   (!cluster_k || cluster_k_owner(consumer_wgs, rank, cluster, cw));  // cluster split-K: owners store (and prefetch bias)
     // The bias through the tensor core (host: a bias of the operands' type, alpha 1), else copied ahead.
@@ -306,7 +316,8 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     // map and the accumulators hold D's values (identity or fragment epilogue), through `store_boxes`
     // buffers (what the warp's staging holds, or fewer: d_store_boxes); `slot` is the next one.
     constexpr int staging_boxes = sm90_store_boxes(warp_staging_bytes);
-    constexpr bool async_capable = std::is_same_v<Epi, epilogue::Builtin> && sm90_async_store_fits<ML> && staging_boxes >= 2;
+    constexpr bool async_capable =
+        !Sch.swap_ab && std::is_same_v<Epi, epilogue::Builtin> && sm90_async_store_fits<ML> && staging_boxes >= 2;
     static_assert(!async_capable || (warp_staging_bytes % 512 == 0 && S * ML::stage_bytes % 1024 == 0),
                   "warp staging regions start on 512-byte boundaries of a 1024-byte aligned staging area");
     const bool async_store = async_capable && tma_d != nullptr && (identity || fragments) && size_of(p.d_type) == 2;
@@ -474,11 +485,16 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
           continue;
         }
       }
-      const bool plain = identity || fragments;  // the accumulators hold D's values
-      switch (p.d_type) {
-        case DType::f32: store_tile<ML, Epi, float>(p, acc, stage_warp, row0, col0, plain); break;
-        case DType::f16: store_tile<ML, Epi, __half>(p, acc, stage_warp, row0, col0, plain); break;
-        case DType::bf16: store_tile<ML, Epi, __nv_bfloat16>(p, acc, stage_warp, row0, col0, plain); break;
+      if constexpr (Sch.swap_ab) {  // the transposed tile into row-major D (16-bit D: the host checked)
+        if (p.d_type == DType::f16) store_tile_swapped<ML, __half>(p, acc, stage_warp, row0, col0);
+        else store_tile_swapped<ML, __nv_bfloat16>(p, acc, stage_warp, row0, col0);
+      } else {
+        const bool plain = identity || fragments;  // the accumulators hold D's values
+        switch (p.d_type) {
+          case DType::f32: store_tile<ML, Epi, float>(p, acc, stage_warp, row0, col0, plain); break;
+          case DType::f16: store_tile<ML, Epi, __half>(p, acc, stage_warp, row0, col0, plain); break;
+          case DType::bf16: store_tile<ML, Epi, __nv_bfloat16>(p, acc, stage_warp, row0, col0, plain); break;
+        }
       }
     }
     // TMA stores read this warp's buffers asynchronously: the block's shared memory must outlive them.
@@ -503,8 +519,8 @@ __global__ void __launch_bounds__(sm90_kernel_threads<CfgT>, 1)
   constexpr GemmConfig C = CfgT::value;
   constexpr Sm90Schedule sch = schedule_of<CfgT>();
   // Cluster split-K (p.split_cluster > 1: clusters split one tile's K) where the instance takes it.
-  constexpr bool cluster_k = supports_cluster_split_k(C) && !sch.pingpong;
-  warp_specialized_gemm<C, Epi, GemmTmaProducer<C>, sch, true, cluster_k>(GemmTmaProducer<C>{&tma_a, &tma_b, p.split_cluster <= 1}, p,
+  constexpr bool cluster_k = supports_cluster_split_k(C) && !sch.pingpong && !sch.swap_ab;
+  warp_specialized_gemm<C, Epi, GemmTmaProducer<C>, sch, !sch.swap_ab, cluster_k>(GemmTmaProducer<C>{&tma_a, &tma_b, p.split_cluster <= 1}, p,
                                                          (p.k + C.tile.k - 1) / C.tile.k,
                                                          d_store_boxes > 0 ? &tma_d : nullptr, !staged_epilogue,
                                                          d_store_boxes, wide);
@@ -598,7 +614,7 @@ Sm90DStore sm90_d_store(DType t, void* d, std::int64_t m, std::int64_t n, std::i
                         bool split, int cluster, int k_tiles, const void* bias = nullptr) {
   using ML = WgmmaMainloop<C>;
   Sm90DStore s;
-  if constexpr (sm90_async_store_fits<ML> && std::is_same_v<Epi, epilogue::Builtin>) {
+  if constexpr (sm90_async_store_fits<ML> && std::is_same_v<Epi, epilogue::Builtin> && !Sch.swap_ab) {
     if (split) return s;
     s.boxes = make_store_map(s.map, t, d, m, n, ldd, e);
     if constexpr (sm90_wide_store_fits<ML> && !Sch.pingpong && C.schedule != WgSchedule::pingpong) {
@@ -748,12 +764,47 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
                               "sm90 GEMM kernel launch (cluster of 2)", ta, tb, p, ds.map, ds.boxes, staged, ds.wide);
 }
 
+// swap_ab (probes): what the swapped kernel can run, checked before anything is launched: 'tn' f16/bf16,
+// 16-bit D, D = A·B or relu(A·B + bias) (alpha 1, beta 0, no residual or clamp), no split-K or stream-K.
+inline Status check_swap_ab(const GemmDesc& d, const GemmLaunchOptions& opt) {
+  if (d.a_layout != Layout::row || d.b_layout != Layout::col)
+    return error(StatusCode::unsupported, "swap_ab probe: 'tn' only (row-major A, column-major B)");
+  if (d.ab_type != DType::f16 && d.ab_type != DType::bf16)
+    return error(StatusCode::unsupported, "swap_ab probe: f16/bf16 operands only");
+  if (d.d_type != DType::f16 && d.d_type != DType::bf16) return error(StatusCode::unsupported, "swap_ab probe: 16-bit D only");
+  const EpilogueSpec& e = d.epilogue;
+  if (e.alpha != 1.0f || e.beta != 0.0f || e.residual || e.clamp ||
+      (e.activation != Activation::none && e.activation != Activation::relu))
+    return error(StatusCode::unsupported, "swap_ab probe: identity or bias/ReLU epilogues only (alpha 1, beta 0, no residual, no clamp)");
+  if (opt.split_k > 1 || opt.stream_k) return error(StatusCode::unsupported, "swap_ab probe: no split-K or stream-K");
+  if (d.m > 0x7fffffff || d.n > 0x7fffffff || d.k > 0x7fffffff) return error(StatusCode::invalid_argument, "swap_ab probe: M, N, K must fit int");
+  return {};
+}
+
 // The dispatch-table launcher: the built-in run-time epilogue.
 template <class CfgT>
 Status launch_builtin(const GemmDesc& d0, const GemmOperands& ops, const GemmLaunchOptions& opt, cudaStream_t stream) {
   const GemmDesc d = resolved(d0);
   const auto ep = epilogue::make_builtin_params(d.epilogue, ops.c, d.ldc, ops.bias, ops.residual, d.ldr);
-  return launch_with<CfgT, epilogue::Builtin>(d, ep, ops, opt, stream);
+  if constexpr (schedule_of<CfgT>().swap_ab) {
+    // The transposed problem D^T = B·A^T: M' = N, N' = M, A' = B (N x K row-major, ld ldb), B' = A (K x M
+    // column-major, ld lda). D, ldd, the bias and the epilogue stay ours: the kernel's store transposes.
+    static_assert(CfgT::value.a_layout == Layout::row && CfgT::value.b_layout == Layout::col &&
+                      (CfgT::value.math == MathOp::wgmma_f16 || CfgT::value.math == MathOp::wgmma_bf16),
+                  "swap_ab: 'tn' f16/bf16 instances only");
+    KTUNE_RETURN_IF_ERROR(check_swap_ab(d, opt));
+    GemmDesc s = d;
+    s.m = d.n;
+    s.n = d.m;
+    s.lda = d.ldb;
+    s.ldb = d.lda;
+    GemmOperands so = ops;
+    so.a = ops.b;
+    so.b = ops.a;
+    return launch_with<CfgT, epilogue::Builtin>(s, ep, so, opt, stream);
+  } else {
+    return launch_with<CfgT, epilogue::Builtin>(d, ep, ops, opt, stream);
+  }
 }
 
 template <class CfgT>
