@@ -12,7 +12,10 @@ using enum Layout;
 
 // Tensor cores through mma.sync, f16/bf16 operands with 16-byte aligned rows: the fast path for
 // problems that fill the GPU with 128-row tiles. Two tiles (128x128x64 ran 5-12% slower on the H200, and
-// each instance costs build time); 32x64 warp tiles too, for 'nt', where 64x64 exceeds 255 registers.
+// each instance costs build time), 64x64 warp tiles only: the 32x64 ones (128x128 of 8 warps; 128x256 of
+// 16 warps exceeds the register file) were slower than 128x128 w64x64 on every problem of ktune-profile
+// in sessions 8-11 (H200), so their 8 instances (~24 s of the 2-core test build) were dropped in
+// session 11. Small tiles with 32x64 warps: Sm80MmaF16Small.
 struct Sm80MmaF16 {
   static constexpr std::string_view name = "sm80_mma_f16";
   static constexpr const ArchTraits& arch = sm80;
@@ -20,7 +23,7 @@ struct Sm80MmaF16 {
   static constexpr Layout a_layouts[] = {row, col};
   static constexpr Layout b_layouts[] = {row, col};
   static constexpr TileShape tiles[] = {{128, 256, 32}, {128, 128, 32}};
-  static constexpr WarpShape warps[] = {{64, 64}, {32, 64}};
+  static constexpr WarpShape warps[] = {{64, 64}};
   static constexpr int stages[] = {4};
   static constexpr int aligns[] = {8};
 };

@@ -1,8 +1,0 @@
-// ktune::families::Sm80MmaTf32 and Sm80MmaTf32Unaligned (mma.sync tf32), every surviving configuration.
-// Few, large translation units: each one pays ~12 s of CPU (two architectures) to parse ktune's
-// headers before its first instance, so the families are split only as far as 2 cores need.
-#include "ktune/gemm/families.hpp"
-#include "ktune/gemm/instantiate.cuh"
-
-KTUNE_REGISTER_GEMM_FAMILY_PART(ktune::families::Sm80MmaTf32, 0, 1)
-KTUNE_REGISTER_GEMM_FAMILY_PART(ktune::families::Sm80MmaTf32Unaligned, 0, 1)
