@@ -52,6 +52,9 @@ class FakeConvBackend : public ConvTuningBackend {
   std::atomic<int> begins{0}, validates{0}, measures{0};
   std::mutex mu;
   std::vector<std::string> measured;
+  std::atomic<int> final_measures{0};  // the tuner's final round (exact_repeats requests), apart from the first pass
+  std::vector<std::string> final_measured;
+  std::map<std::string, double> final_factor;  // final-round time = the scripted time × this (by tactic name; default 1)
   int begin_sleep_ms = 0;
 
   class Session : public ConvTuningSession {
@@ -66,10 +69,12 @@ class FakeConvBackend : public ConvTuningBackend {
       return v;
     }
     Measurement measure(const ConvTactic& t, const MeasureRequest& req) override {
-      b_.measures.fetch_add(1);
+      // Final-round requests (exact_repeats > 0) are counted apart from the first pass's.
+      const bool final_round = req.exact_repeats > 0;
+      (final_round ? b_.final_measures : b_.measures).fetch_add(1);
       {
         std::lock_guard lock(b_.mu);
-        b_.measured.push_back(t.name);
+        (final_round ? b_.final_measured : b_.measured).push_back(t.name);
       }
       const FakeConvResult r = b_.result(t);
       Measurement m;
@@ -79,6 +84,13 @@ class FakeConvBackend : public ConvTuningBackend {
       }
       m.ms = r.ms;
       m.repeats = req.repeats.min_repeats;
+      if (final_round) {
+        std::lock_guard lock(b_.mu);
+        auto it = b_.final_factor.find(t.name);
+        m.ms *= it != b_.final_factor.end() ? it->second : 1.0;
+        m.repeats = req.exact_repeats;
+        m.stop = RepeatDecision::max_repeats;
+      }
       return m;
     }
     std::size_t scratch_bytes() const override { return 4321; }
@@ -629,4 +641,36 @@ TEST_CASE("conv tuner: no candidates is a clear error; pin_conv forces a tactic"
   CHECK_FALSE(s.ok());
   CHECK(none == nullptr);
   CHECK(s.message().find("conv") != std::string::npos);
+}
+
+TEST_CASE("conv tuner: the final round re-times near-ties interleaved and picks from its medians") {
+  ConvFixture f;
+  const ConvCall c = conv_call(k3x3);
+  const std::string a = "ktune_conv2d_fprop_sm80_f16_optimized_64x64x64_w32x32_s4_a8";
+  std::string b;
+  for (const ConvTactic& t : f.tuner->ranked_conv_tactics(c.desc, alignment_of(c.desc, c.ops), f.device()))
+    if (is_sm90_iterator(t.entry->config.iterator) && t.entry->config.gemm.tile.m == 256) b = t.name;
+  REQUIRE(!b.empty());
+  // First pass: a 0.100, b 0.103 (outside the 2% tie band: a would win); timed again, a runs 0.110.
+  f.conv->results[a].ms = 0.100;
+  f.conv->results[b].ms = 0.103;
+  f.conv->final_factor[a] = 1.10;
+  CHECK(tname(f.select(c)) == b);
+  CHECK(f.conv->final_measures.load() == 20);
+  {
+    std::lock_guard lock(f.conv->mu);
+    REQUIRE(f.conv->final_measured.size() == 20);
+    for (std::size_t i = 0; i < 20; ++i) CHECK(f.conv->final_measured[i] == (i % 2 == 0 ? a : b));
+  }
+  const TuningReport r = f.last_report();
+  CHECK(r.final_round.find("2 within 5% of the fastest, 10 interleaved rounds") != std::string::npos);
+  REQUIRE(r.records.size() >= 2);
+  CHECK(r.records[0].name == b);
+  CHECK(r.records[0].ms == doctest::Approx(0.103));
+  CHECK(r.records[0].first_pass_ms == doctest::Approx(0.103));
+  CHECK(r.records[1].name == a);
+  CHECK(r.records[1].ms == doctest::Approx(0.110));
+  CHECK(r.records[1].first_pass_ms == doctest::Approx(0.100));
+  CHECK(r.records[1].final_rounds == 10);
+  CHECK(r.records[0].detail.find("final round overturned the first pass's pick " + a) != std::string::npos);
 }

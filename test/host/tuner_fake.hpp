@@ -106,6 +106,7 @@ struct FakeResult {
   bool launch_fails = false;      // validate() reports a failed run
   bool measure_fails = false;     // measure() reports a failed run
   bool exceeds_bound = false;     // measure() reports a run over max_launch_ms
+  bool final_fails = false;       // measure() reports a failed run in the final round only (exact_repeats requests)
 };
 
 class FakeBackend : public TuningBackend {
@@ -128,7 +129,14 @@ class FakeBackend : public TuningBackend {
   std::atomic<int> active_sessions{0}, max_active_sessions{0};
   std::mutex log_mu;
   std::vector<std::string> begun_problems;  // "m,n,k" per begin
-  std::vector<std::string> measured;        // tactic names, in the order measure() saw them
+  std::vector<std::string> measured;        // tactic names, in the order measure() saw them (first pass)
+  // The tuner's final round (MeasureRequest::exact_repeats > 0) is counted apart, so the first-pass
+  // counts above say which candidates were measured: requests and tactic names in call order.
+  std::atomic<int> final_measures{0};
+  std::vector<std::string> final_measured;
+  // When set, the time measure() reports: given the tactic, its scripted time and whether the request
+  // is a final-round one (drift, noise, inverted near-ties).
+  std::function<double(const GemmTactic&, double, bool)> timing;
 
   static inline thread_local int tls_device = 0;
 
@@ -166,23 +174,27 @@ class FakeBackend : public TuningBackend {
       return v;
     }
     Measurement measure(const GemmTactic& e, const MeasureRequest& req) override {
-      b_.measures.fetch_add(1);
+      const bool final_round = req.exact_repeats > 0;
+      (final_round ? b_.final_measures : b_.measures).fetch_add(1);
       {
         std::lock_guard lock(b_.log_mu);
-        b_.measured.push_back(e.name);
+        (final_round ? b_.final_measured : b_.measured).push_back(e.name);
       }
       if (b_.measure_sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(b_.measure_sleep_ms));
       const FakeResult r = b_.result(e, d_);
       Measurement m;
-      if (r.measure_fails) {
+      if (r.measure_fails || (final_round && r.final_fails)) {
         m.status = error(StatusCode::cuda_error, "fake run failure");
         return m;
       }
-      m.ms = r.ms;
-      m.repeats = req.repeats.min_repeats;
-      m.exceeded_bound = r.exceeds_bound || r.ms > req.max_launch_ms;
-      m.stop = std::isfinite(req.best_ms) && r.ms > req.repeats.slow_cutoff * req.best_ms ? RepeatDecision::slower_than_best
-                                                                                          : RepeatDecision::stable;
+      const double ms = b_.timing ? b_.timing(e, r.ms, final_round) : r.ms;
+      m.ms = ms;
+      m.repeats = final_round ? req.exact_repeats : req.repeats.min_repeats;
+      m.exceeded_bound = r.exceeds_bound || ms > req.max_launch_ms;
+      // Exactly the requested repeats: no adaptive stop.
+      m.stop = final_round ? RepeatDecision::max_repeats
+               : std::isfinite(req.best_ms) && ms > req.repeats.slow_cutoff * req.best_ms ? RepeatDecision::slower_than_best
+                                                                                           : RepeatDecision::stable;
       return m;
     }
     std::size_t scratch_bytes() const override { return 1234; }

@@ -33,6 +33,9 @@ struct Fixture {
       q.max_candidates = o.max_candidates;
       q.max_ms_per_key = o.max_ms_per_key;
       q.tie_band = o.tie_band;
+      q.final_band = o.final_band;
+      q.final_max = o.final_max;
+      q.final_rounds = o.final_rounds;
       q.cache_path = o.cache_path;
       q.m_bucketing = o.m_bucketing;
       if (o.cost_model) q.cost_model = o.cost_model;
@@ -683,4 +686,238 @@ TEST_CASE("tuner: explicit tune() and pin()") {
   GemmDesc bad = d;
   bad.m = 0;
   CHECK(f.tuner->tune(bad, al).code() == StatusCode::invalid_argument);
+}
+
+// ---- The final round: near-ties timed again, interleaved ---------------------------------------------
+
+namespace {
+
+// Rank order by tile (the cost model): 64x128 first, then 128x128 a8 / a2 / a1, then 128x256 (B) and 256x128.
+double rank_by_tile(const GemmKernelEntry& e, const GemmDesc&, const DeviceInfo&) {
+  const auto& c = e.config;
+  if (c.tile.m == 64) return 0.0;
+  if (c.tile.m == 128 && c.tile.n == 128) return 1.0 + 0.1 * (8 - c.align);
+  return c.tile.m == 128 ? 3.0 : 4.0;
+}
+
+// A GPU whose clock drifts down while the key is tuned: every measurement (first pass or final round)
+// takes (1 + drift × calls so far) times the tactic's true time. Measured once each, in rank order, a
+// truly faster tactic measured later looks slower.
+struct Drift {
+  std::shared_ptr<int> calls = std::make_shared<int>(0);
+  double per_call = 0.03;
+  double operator()(const GemmTactic&, double ms, bool) const { return ms * (1.0 + per_call * double((*calls)++)); }
+};
+
+}  // namespace
+
+TEST_CASE("tuner final round: drift inverts a near-tie in the first pass; interleaved re-timing picks the truly faster one") {
+  // True times: A = 64x128 1.00 ms (fewest resources, rank 1), B = 128x256 0.94 ms (most resources, rank 4),
+  // the other four 2.0 ms. First pass with drift 3% per call, in rank order: A at call 0 = 1.00, B at call 3
+  // = 0.94 x 1.09 = 1.0246, 2.5% behind A: outside the 2% tie band (the first pass picks A), inside the 5%
+  // final band. Interleaved, A then B in each round, B's drift handicap is one call: B/A <= 0.94 x 1.21/1.18.
+  const GemmConfig A = k64x128, B = k128x256;
+  auto cost = [](const GemmKernelEntry& e, const GemmDesc& d, const DeviceInfo& dev) {
+    if (e.config.tile.m == 128 && e.config.tile.n == 256) return 1.65;  // between 128x128 a2 (1.6) and a1 (1.7)
+    return rank_by_tile(e, d, dev);
+  };
+  auto script = [&](Fixture& f) {
+    f.backend->fallback = [](const GemmKernelEntry&, const GemmDesc&) { return FakeResult{2.0}; };
+    f.set(A, 1.00);
+    f.set(B, 0.94);
+    f.backend->timing = Drift{};
+  };
+  const long long res_a = 1LL * make_entry(A).resources.threads * make_entry(A).resources.smem_bytes;
+  const long long res_b = 1LL * make_entry(B).resources.threads * make_entry(B).resources.smem_bytes;
+  REQUIRE(res_a < res_b);  // the tie rule cannot be what picks B
+
+  // Without a final round the first pass decides: A.
+  TunerOptions off;
+  off.cost_model = cost;
+  off.final_rounds = 0;
+  Fixture g(off);
+  script(g);
+  CHECK(name(g.select(f16_problem())) == name_of(A));
+  CHECK(g.backend->final_measures.load() == 0);
+  CHECK(g.last_report().final_round.empty());
+
+  // With it (defaults: 5% band, at most 4, 10 rounds): B.
+  TunerOptions on;
+  on.cost_model = cost;
+  Fixture f(on);
+  script(f);
+  CHECK(name(f.select(f16_problem())) == name_of(B));
+  CHECK(f.backend->measures.load() == 6);         // the first pass: every candidate once
+  CHECK(f.backend->final_measures.load() == 20);  // 10 rounds x 2 finalists
+  std::vector<std::string> order;
+  {
+    std::lock_guard lock(f.backend->log_mu);
+    order = f.backend->final_measured;
+  }
+  REQUIRE(order.size() == 20);
+  for (std::size_t i = 0; i < order.size(); ++i) CHECK(order[i] == (i % 2 == 0 ? name_of(A) : name_of(B)));  // A B A B ...
+
+  // (iv) The report: the final round's medians in ms, the first pass's kept; what the round did.
+  const TuningReport r = f.last_report();
+  CHECK(r.winner == name_of(B));
+  CHECK(r.final_round.find("2 within 5% of the fastest, 10 interleaved rounds") != std::string::npos);
+  CHECK(summary_line(r).find("final round: 2 within 5%") != std::string::npos);
+  int finalists = 0;
+  for (const TacticRecord& t : r.records) {
+    if (t.final_rounds == 0) {
+      CHECK(std::isnan(t.first_pass_ms));
+      continue;
+    }
+    ++finalists;
+    CHECK(t.final_rounds == 10);
+    CHECK(t.detail.find("final round: median") != std::string::npos);
+    CHECK(t.detail.find("over 10 interleaved rounds (first pass") != std::string::npos);
+    if (t.name == name_of(A)) {
+      CHECK(t.status == TacticStatus::measured);
+      CHECK(t.first_pass_ms == doctest::Approx(1.00));
+    } else {
+      CHECK(t.status == TacticStatus::selected);
+      CHECK(t.first_pass_ms == doctest::Approx(0.94 * 1.09));
+      CHECK(t.detail.find("final round overturned the first pass's pick " + name_of(A)) != std::string::npos);
+      CHECK(t.ms == doctest::Approx(r.winner_ms));
+    }
+  }
+  CHECK(finalists == 2);
+  CHECK(r.records.front().name == name_of(B));
+  CHECK(r.records[1].name == name_of(A));  // sorted by the final round's medians
+  CHECK(r.records[1].ms > r.records.front().ms * 1.02);
+  bool line = false;
+  for (const auto& l : tactic_lines(r)) line |= l.find("final round: median") != std::string::npos;
+  CHECK(line);
+  // The cache gets the final round's time.
+  const auto snap = f.tuner->cache_snapshot();
+  REQUIRE(snap.size() == 1);
+  CHECK(snap.entries().front()->ms == doctest::Approx(r.winner_ms));
+}
+
+TEST_CASE("tuner final round: at most final_max contenders within final_band; none when only one qualifies") {
+  TunerOptions o;
+  o.cost_model = rank_by_tile;
+  o.final_max = 3;
+  o.final_rounds = 4;
+  Fixture f(o);
+  // Within 5% of 1.00: 64x128, 128x128 a8 / a2 / a1 (four); 128x256 at 1.06 is not. Only 64x128 within 2%.
+  f.backend->fallback = [](const GemmKernelEntry&, const GemmDesc&) { return FakeResult{1.06}; };
+  f.set(k64x128, 1.00);
+  f.set(k128x128, 1.025);
+  f.set(kA2, 1.03);
+  f.set(kA1, 1.04);
+  CHECK(name(f.select(f16_problem())) == name_of(k64x128));
+  CHECK(f.backend->final_measures.load() == 12);  // the fastest 3 x 4 rounds
+  std::set<std::string> timed;
+  {
+    std::lock_guard lock(f.backend->log_mu);
+    timed.insert(f.backend->final_measured.begin(), f.backend->final_measured.end());
+  }
+  CHECK(timed == std::set<std::string>{name_of(k64x128), name_of(k128x128), name_of(kA2)});
+  CHECK(f.last_report().final_round.find("3 within 5% of the fastest, 4 interleaved rounds") != std::string::npos);
+  // The first pass's pick is always a finalist: here the near-tie rule's (fewest resources: 128x128 s3 a1,
+  // 3rd fastest), with final_max 2 it is timed against the fastest (128x128 s4 a8), and picked again.
+  TunerOptions two;
+  two.cost_model = rank_by_tile;
+  two.final_max = 2;
+  two.final_rounds = 4;
+  Fixture h(two);
+  h.backend->fallback = [](const GemmKernelEntry&, const GemmDesc&) { return FakeResult{2.0}; };
+  h.set(k128x128, 1.000);
+  h.set(k128x256, 1.005);
+  h.set(kA1, 1.015);
+  REQUIRE(1LL * make_entry(kA1).resources.threads * make_entry(kA1).resources.smem_bytes <
+          1LL * make_entry(k128x128).resources.threads * make_entry(k128x128).resources.smem_bytes);
+  CHECK(name(h.select(f16_problem())) == name_of(kA1));
+  {
+    std::lock_guard lock(h.backend->log_mu);
+    CHECK(std::set<std::string>(h.backend->final_measured.begin(), h.backend->final_measured.end()) ==
+          std::set<std::string>{name_of(kA1), name_of(k128x128)});
+    REQUIRE(h.backend->final_measured.size() == 8);
+    CHECK(h.backend->final_measured[0] == name_of(k128x128));  // in first-pass time order
+  }
+  // A clear winner: no final round.
+  TunerOptions c;
+  c.cost_model = rank_by_tile;
+  Fixture g(c);
+  g.backend->fallback = [](const GemmKernelEntry&, const GemmDesc&) { return FakeResult{2.0}; };
+  g.set(k128x128, 1.0);
+  CHECK(name(g.select(f16_problem())) == name_of(k128x128));
+  CHECK(g.backend->final_measures.load() == 0);
+  CHECK(g.last_report().final_round.empty());
+}
+
+TEST_CASE("tuner final round: a finalist that fails to run in it is out; the near-tie rule applies to the final medians") {
+  TunerOptions o;
+  o.cost_model = rank_by_tile;
+  Fixture f(o);
+  f.backend->fallback = [](const GemmKernelEntry&, const GemmDesc&) { return FakeResult{2.0}; };
+  f.set(k64x128, 1.00);
+  f.backend->results[name_of(k64x128)].final_fails = true;
+  f.set(k128x128, 1.03);
+  f.set(k128x256, 1.04);
+  // In the final round 128x256 measures 1.02 and 128x128 1.03: a near-tie, fewer resources (128x128) win.
+  f.backend->timing = [](const GemmTactic& t, double ms, bool final_round) {
+    return final_round && t.entry->config.tile.n == 256 ? 1.02 : ms;
+  };
+  CHECK(name(f.select(f16_problem())) == name_of(k128x128));
+  const TuningReport r = f.last_report();
+  for (const TacticRecord& t : r.records) {
+    if (t.name == name_of(k64x128)) {
+      CHECK(t.status == TacticStatus::failed_launch);
+      CHECK(t.detail.find("final round 1: fake run failure") != std::string::npos);
+    }
+    if (t.name == name_of(k128x128)) {
+      CHECK(t.status == TacticStatus::selected);
+      CHECK(t.detail.find("near-tie") != std::string::npos);
+    }
+  }
+  CHECK(r.final_round.find("1 failed") != std::string::npos);
+  CHECK(f.backend->final_measures.load() == 1 + 2 * 10);  // 64x128 once, then 10 rounds of the other two
+}
+
+TEST_CASE("tuner final round: respects the key budget (skipped when spent, cut short when it runs out)") {
+  // Spent: six candidates of 10 ms each in a 60 ms budget leave nothing for the final round.
+  {
+    TunerOptions o;
+    o.cost_model = rank_by_tile;
+    o.max_ms_per_key = 60;
+    Fixture f(o);
+    f.backend->measure_sleep_ms = 10;
+    f.backend->fallback = [](const GemmKernelEntry&, const GemmDesc&) { return FakeResult{1.0}; };  // all tied
+    CHECK(f.select(f16_problem()) != nullptr);
+    const TuningReport r = f.last_report();
+    CHECK(f.backend->final_measures.load() == 0);
+    CHECK(r.final_round.find("skipped") != std::string::npos);
+    CHECK(r.final_round.find("key budget spent") != std::string::npos);
+    CHECK(r.final_round.find("the first pass decides") != std::string::npos);
+    for (const TacticRecord& t : r.records) CHECK(t.final_rounds == 0);
+    MESSAGE(summary_line(r));
+  }
+  // Cut short: rounds of 2 x 5 ms, up to 1000 of them, in a 150 ms budget.
+  {
+    TunerOptions o;
+    o.cost_model = rank_by_tile;
+    o.max_ms_per_key = 150;
+    o.final_rounds = 1000;
+    Fixture f(o);
+    f.backend->measure_sleep_ms = 5;
+    f.backend->fallback = [](const GemmKernelEntry&, const GemmDesc&) { return FakeResult{2.0}; };
+    f.set(k64x128, 1.00);
+    f.set(k128x256, 1.01);
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK(f.select(f16_problem()) != nullptr);
+    const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const TuningReport r = f.last_report();
+    const int finals = f.backend->final_measures.load();
+    CHECK(finals % 2 == 0);
+    CHECK(finals < 2 * 1000);
+    CHECK(r.final_round.find("of 1000 interleaved rounds (cut short by the key budget)") != std::string::npos);
+    // At most about one round (10 ms) past the budget (plus the scheduler's slack on a loaded machine).
+    CHECK(wall < 150 + 60);
+    MESSAGE(summary_line(r) << "; wall " << wall << " ms");
+    for (const TacticRecord& t : r.records)
+      if (t.final_rounds > 0) CHECK(t.final_rounds == finals / 2);
+  }
 }

@@ -92,6 +92,8 @@ struct SplitFixture {
 
 const std::string k128 = name_of(cfg(M::mma_f16, {128, 128, 32}, {64, 64}, 4, 8));
 
+bool is_nopdl(const std::string& n) { return n.size() > 6 && n.compare(n.size() - 6, 6, "@nopdl") == 0; }
+
 // A decode-like problem: 8 output tiles of 128x128, a long K (split-K variants are offered).
 Problem decode() { return f16_problem(16, 1024, 8192); }
 
@@ -354,7 +356,10 @@ TEST_CASE("tuner tactics: top-k pruning counts tactics, ranked by the cost model
   const Problem p = decode();
   (void)f.select(p);
   const TuningReport r = f.last_report();
-  CHECK(f.backend->measures.load() == 3);
+  // 3 distinct tactics, each with its @nopdl twin (decode() is programmatic by the rule; the twin takes no
+  // slot) unless KTUNE_SM80_PDL is set (no twins).
+  const bool twins = kernel::sm80_pdl_mode() == kernel::PdlMode::small_only;
+  CHECK(f.backend->measures.load() == (twins ? 6 : 3));
   CHECK(r.count(TacticStatus::pruned_by_model) >= 3);
   // The cost model puts a split-K variant of the only split-capable instance first on a decode shape;
   // then come the other instances' best tactics, before that instance's further variants.
@@ -363,11 +368,17 @@ TEST_CASE("tuner tactics: top-k pruning counts tactics, ranked by the cost model
     std::lock_guard lock(f.backend->log_mu);
     measured = f.backend->measured;
   }
-  REQUIRE(measured.size() == 3);
-  CHECK(measured[0].rfind(k128 + "@split", 0) == 0);
+  REQUIRE(measured.size() == (twins ? 6u : 3u));
+  std::vector<std::string> distinct;
+  for (const auto& n : measured)
+    if (!is_nopdl(n)) distinct.push_back(n);
+  REQUIRE(distinct.size() == 3);
+  CHECK(distinct[0].rfind(k128 + "@split", 0) == 0);
   std::set<std::string> instances;
-  for (const auto& n : measured) instances.insert(n.substr(0, n.find('@')));
+  for (const auto& n : distinct) instances.insert(n.substr(0, n.find('@')));
   CHECK(instances.size() == 3);
+  for (const auto& n : measured)
+    if (is_nopdl(n)) CHECK(std::find(distinct.begin(), distinct.end(), n.substr(0, n.size() - 6)) != distinct.end());
   // With room for every tactic, all of them are measured, each exactly once.
   TunerOptions all = quiet_options();
   all.max_candidates = 0;
@@ -622,4 +633,53 @@ TEST_CASE("tuner tactics: a faster PDL twin wins, is cached with its suffix and 
   // A pinned @pdl is accepted (an explicit choice, also where the rule already launches programmatically).
   CHECK(g.tuner->pin(p.desc, alignment_of(p.desc, p.ops), k128 + "@pdl").ok());
   CHECK(g.tuner->lookup_tactic(p.desc, p.ops)->launch.pdl == PdlChoice::on);
+}
+
+TEST_CASE("tuner tactics: max_candidates counts distinct tactics; the PDL twin of a kept tactic takes no slot") {
+  if (kernel::sm80_pdl_mode() != kernel::PdlMode::small_only) {
+    MESSAGE("KTUNE_SM80_PDL is set: no PDL twins are offered (skipped)");
+    return;
+  }
+  const Problem p = decode();  // programmatic by the rule: every variant's twin is @nopdl, ranked right behind it
+  for (int k : {1, 2, 4, 7}) {
+    CAPTURE(k);
+    TunerOptions o = quiet_options();
+    o.max_candidates = k;
+    SplitFixture f(o);
+    (void)f.select(p);
+    const TuningReport r = f.last_report();
+    std::map<std::string, const TacticRecord*> by_name;
+    for (const TacticRecord& t : r.records)
+      if (t.rank > 0) by_name[t.name] = &t;
+    auto ran = [](const TacticRecord& t) { return t.status != TacticStatus::pruned_by_model && t.status != TacticStatus::cannot_implement; };
+    int distinct = 0, twins = 0, worst_kept = 0, best_pruned = 1 << 30;
+    for (const auto& [n, t] : by_name) {
+      if (is_nopdl(n)) {
+        const auto sib = by_name.find(n.substr(0, n.size() - 6));
+        REQUIRE(sib != by_name.end());
+        CHECK(sib->second->rank < t->rank);  // right behind its variant
+        // Kept exactly when its variant is, and then without a slot.
+        CHECK(ran(*t) == ran(*sib->second));
+        if (ran(*t)) {
+          ++twins;
+          CHECK(t->detail.find("PDL twin of rank " + std::to_string(sib->second->rank) + " (takes no max_candidates slot)") !=
+                std::string::npos);
+        }
+        continue;
+      }
+      if (ran(*t)) {
+        ++distinct;
+        worst_kept = std::max(worst_kept, t->rank);
+        CHECK(by_name.count(n + "@nopdl") == 1);  // every sm80 tactic has its twin here
+      } else {
+        best_pruned = std::min(best_pruned, t->rank);
+        CHECK(t->detail.find("max_candidates " + std::to_string(k) + " distinct tactics kept before it") != std::string::npos);
+      }
+    }
+    // k distinct tactics measured, the k best-ranked ones, each with its twin.
+    CHECK(distinct == k);
+    CHECK(twins == k);
+    CHECK(worst_kept < best_pruned);
+    CHECK(f.backend->measures.load() == 2 * k);
+  }
 }

@@ -39,6 +39,12 @@ struct MeasureRequest {
   double budget_ms = 0;                                       // this candidate's share; ≤ 0: none
   double best_ms = std::numeric_limits<double>::infinity();  // best median so far
   double max_launch_ms = 1000;                                // one run slower than this: give up
+  // > 0: exactly this many repeats in one batch, no adaptive stop (neither a stable spread, the slow cutoff
+  // nor budget_ms ends it; a run over max_launch_ms still does), timed the way this session timed the
+  // tactic's last adaptive measurement (same chain length, input rotation and L2 flush). The tuner's
+  // final round calls it round-robin over its contenders (A B C A B C ...), so drift between separate
+  // measurements affects them alike. A session that ignores it measures adaptively (correct, slower).
+  int exact_repeats = 0;
 };
 
 struct Measurement {
@@ -64,7 +70,8 @@ class TuningSession {
   virtual ~TuningSession() = default;
   // Run the candidate once on the scratch buffers and compare its output with the reference.
   virtual Validation validate(const GemmTactic& t) = 0;
-  // Time the candidate: median of repeats, adaptive (see next_step in timing.hpp).
+  // Time the candidate: median of repeats, adaptive (see next_step in timing.hpp), or exactly
+  // r.exact_repeats repeats with the method of its last adaptive measurement (the final round).
   virtual Measurement measure(const GemmTactic& t, const MeasureRequest& r) = 0;
   // Device memory the session used: operands, output, flush buffer and workspace (high-water mark).
   virtual std::size_t scratch_bytes() const { return 0; }

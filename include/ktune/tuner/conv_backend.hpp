@@ -22,7 +22,8 @@ class ConvTuningSession {
   virtual ~ConvTuningSession() = default;
   // Run the tactic once on the scratch buffers and compare its output with the reference.
   virtual Validation validate(const ConvTactic& t) = 0;
-  // Time the tactic: median of adaptive repeats (see next_step in timing.hpp).
+  // Time the tactic: median of adaptive repeats (see next_step in timing.hpp), or exactly
+  // r.exact_repeats repeats (the tuner's interleaved final round; see MeasureRequest).
   virtual Measurement measure(const ConvTactic& t, const MeasureRequest& r) = 0;
   virtual std::size_t scratch_bytes() const { return 0; }
   virtual std::string describe() const { return {}; }

@@ -192,6 +192,8 @@ class CudaConvSession : public ConvTuningSession {
     const auto t0 = std::chrono::steady_clock::now();
     double est = 0;
     if (auto it = first_ms_.find(t.name); it != first_ms_.end()) est = it->second;
+    // One launch per repeat (no chains), so a final-round request (req.exact_repeats > 0: one batch of
+    // exactly that many, no stopping rule; detail::time_repeats) times the tactic as the first pass did.
     return detail::time_repeats(pool_, opt_.flush_l2, est, req, t0,
                                 [&](cudaStream_t stream, int) { return e.launch(d_, ops_, t.launch, stream); });
   }

@@ -25,7 +25,9 @@
 // copies together exceed L2 they keep the inputs cold and those repeats skip the flush. The median of the repeats is
 // reported; repeats come in batches until the IQR/median is within the policy's target, the
 // candidate's share of the key budget is spent, or it is clearly slower than the best so far. The
-// validation run doubles as the warm-up and gives the first estimate.
+// validation run doubles as the warm-up and gives the first estimate. A request for exactly k repeats
+// (MeasureRequest::exact_repeats: the tuner's interleaved final round) runs one batch of k with the
+// chain length the tactic's adaptive measurement used, and no stopping rule.
 //
 // Validation: D is poisoned (all-ones bytes: NaN) before each validation run so a kernel that skips
 // elements fails. A reference instance — the most conservative candidate (narrowest vectors, then
@@ -558,7 +560,8 @@ Status choose_reference(const std::vector<const Entry*>& refs, double host_tol, 
 // The timing loop: batches of event → `chain` launches → event on the pool's stream (each repeat after
 // a memset of the flush buffer when `flush`; launch(stream, i) runs the chain's i-th launch), each
 // repeat's time divided by `chain`, until next_step() stops; `est` is the validation run's time (0:
-// unknown), t0 when the measurement began.
+// unknown), t0 when the measurement began. With req.exact_repeats > 0: one batch of exactly that many
+// repeats, no adaptive stop (the tuner's interleaved final round).
 template <class Launch>
 Measurement time_repeats(ScratchPool& pool, bool flush, double est, const MeasureRequest& req, std::chrono::steady_clock::time_point t0,
                          Launch&& launch, int chain = 1) {
@@ -570,7 +573,8 @@ Measurement time_repeats(ScratchPool& pool, bool flush, double est, const Measur
     m.exceeded_bound = true;
     return m;
   }
-  const int batch_max = std::max(1, req.repeats.batch);
+  const int exact = std::max(0, req.exact_repeats);
+  const int batch_max = std::max(1, exact > 0 ? exact : req.repeats.batch);
   if (Status s = ensure_events(pool, static_cast<std::size_t>(2 * batch_max)); !s.ok()) {
     (void)(m.status = s);
     return m;
@@ -579,7 +583,7 @@ Measurement time_repeats(ScratchPool& pool, bool flush, double est, const Measur
   for (;;) {
     int n = batch_max;
     // A slow kernel under a tight budget: fewer repeats per batch (at least one).
-    if (est > 0 && req.budget_ms > 0) n = std::clamp(static_cast<int>(req.budget_ms / (est * chain)), 1, batch_max);
+    if (exact == 0 && est > 0 && req.budget_ms > 0) n = std::clamp(static_cast<int>(req.budget_ms / (est * chain)), 1, batch_max);
     for (int r = 0; r < n; ++r) {
       if (flush && pool.flush)
         if (Status s = cuda_status(cudaMemsetAsync(pool.flush, (r + static_cast<int>(samples.size())) & 0xff, pool.flush_bytes, pool.stream), "L2 flush"); !s.ok()) {
@@ -616,7 +620,7 @@ Measurement time_repeats(ScratchPool& pool, bool flush, double est, const Measur
     const SampleStats st = stats_of(samples);
     est = st.median;
     const double spent = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    const RepeatDecision dec = next_step(samples, req.repeats, spent, req.budget_ms, req.best_ms);
+    const RepeatDecision dec = exact > 0 ? RepeatDecision::max_repeats : next_step(samples, req.repeats, spent, req.budget_ms, req.best_ms);
     if (dec != RepeatDecision::more) {
       m.ms = st.median;
       m.repeats = st.n;
@@ -755,6 +759,12 @@ class CudaSession : public TuningSession {
       m.chain = chain;
       return m;
     };
+    if (req.exact_repeats > 0) {
+      // The final round: exactly req.exact_repeats repeats with the chain this tactic's adaptive
+      // measurement settled on (not re-decided: the rivals it is interleaved with were timed that way).
+      auto it = chain_of_.find(t.name);
+      return time_chains(it != chain_of_.end() ? it->second : chain_for(est));
+    }
     Measurement m = time_chains(chain_for(est));
     // The validation run's time includes a kernel's first-launch cost (lazy module loading: up to
     // milliseconds), so a short kernel may have been timed alone; time it again the way its rivals were.
@@ -762,6 +772,7 @@ class CudaSession : public TuningSession {
       est = m.ms;
       m = time_chains(chain_for(m.ms));
     }
+    if (m.status.ok()) chain_of_[t.name] = m.chain;
     return m;
   }
 
@@ -801,6 +812,7 @@ class CudaSession : public TuningSession {
   Status ref_status_;
   std::string ref_name_;
   std::unordered_map<std::string, double> first_ms_;  // validation run's time, by tactic name
+  std::unordered_map<std::string, int> chain_of_;      // chain length of the last adaptive measurement (final round)
   std::size_t workspace_high_ = 0;
   int sets_ = 1;                                   // input copies for chained timing (open())
   int next_set_ = 0;                               // the copy the last timed launch read

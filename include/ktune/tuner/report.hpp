@@ -57,13 +57,17 @@ constexpr std::string_view to_string(TacticStatus s) {
 struct TacticRecord {
   std::string name;
   TacticStatus status = TacticStatus::cannot_implement;
-  double ms = std::numeric_limits<double>::quiet_NaN();      // median time; NaN when not measured
+  double ms = std::numeric_limits<double>::quiet_NaN();      // median time (the final round's when it was in one); NaN when not measured
   double tflops = std::numeric_limits<double>::quiet_NaN();
   double rel_error = std::numeric_limits<double>::quiet_NaN();
   int repeats = 0;
   int chain = 1;         // launches per timed repeat (back to back; ms is per launch)
   int rank = 0;          // cost-model rank, 1 = best; 0 when not ranked
   std::string detail;    // why (reason of the rejection, tie-break, error message)
+  // The interleaved final round (TunerOptions::final_rounds): the rounds whose median `ms` is (0: not in
+  // one, or its result was not used), and the first pass's median, which `ms` held before.
+  int final_rounds = 0;
+  double first_pass_ms = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Where the chosen instance came from.
@@ -101,6 +105,7 @@ struct TuningReport {
   std::size_t scratch_bytes = 0; // device memory the measurement used
   std::string method;            // how it was measured
   std::string note;              // extra explanation (fallback reason ...)
+  std::string final_round;       // what the final round did (contenders, rounds, time) or why it was skipped; empty: none
   std::vector<TacticRecord> records;
 
   bool is_conv() const { return key.op == OpKind::conv2d; }
@@ -153,6 +158,7 @@ inline std::string summary_line(const TuningReport& r) {
     s += " (" + std::to_string(measured) + " measured, " + std::to_string(failed) + " failed, " + std::to_string(pruned) +
          " pruned; " + detail::fmt("%.1f ms", r.tuning_ms) + ", scratch " + detail::bytes_text(r.scratch_bytes);
     if (!r.method.empty()) s += "; " + r.method;
+    if (!r.final_round.empty()) s += "; final round: " + r.final_round;
     s += ")";
   }
   if (!r.note.empty()) s += " [" + r.note + "]";

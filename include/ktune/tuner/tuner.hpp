@@ -15,14 +15,20 @@
 //      that launch_variants() offers for it);
 //   2. otherwise candidates = every launch variant of every table entry whose can_implement accepts;
 //      ranked by the cost model (default: heuristic_cost × tactic_cost_factor), each instance's best
-//      tactic first (see ranked_tactics), top-k kept, the rest logged as pruned by model;
+//      tactic first (see ranked_tactics), top-k kept (k distinct tactics: the PDL twin of a kept tactic,
+//      same instance and options but the pdl choice, is kept without taking a slot), the rest logged as
+//      pruned by model;
 //   3. each is run once on scratch buffers (never the caller's: the backend owns synthetic inputs, its
 //      own output and its own workspace for tactics that need one) and compared with a reference;
 //      failures are excluded and logged;
 //   4. the valid ones are timed (median of adaptive repeats) within the key's time budget;
-//   5. the fastest wins, near-ties (within tie_band) going to fewer resources, then the name (so the
+//   5. final round: the few fastest (within final_band of the fastest, at most final_max, when ≥ 2)
+//      are timed again interleaved, A B C A B C ..., one measurement each per round, so that drift
+//      between the first pass's separate measurements cannot decide a near-tie; their medians replace
+//      the first pass's (skipped or cut short when the key's budget is spent);
+//   6. the fastest wins, near-ties (within tie_band) going to fewer resources, then the name (so the
 //      default options of an instance win a near-tie with its variants);
-//   6. the winner is pinned in memory and added to the cache (saved at once when a path is set).
+//   7. the winner is pinned in memory and added to the cache (saved at once when a path is set).
 // Many threads asking for the same new key: one tunes, the others wait on that key's mutex and then
 // read its winner. Different keys are independent; measurements on one device are serialised so
 // they do not disturb each other's timings.
@@ -98,12 +104,25 @@ struct TunerOptions {
   Policy policy = Policy::tune;
   // top-k tactics by cost model that are measured; ≤ 0: all. 48, not 32: with the sm90 split-K variants
   // (cf751e5) the top 32 left out the best tactic on 16x11008x4096 and 64x64x65536 (H200 tune-quality at
-  // b45d257: 1.116 and 1.106 of the exhaustive best).
+  // b45d257: 1.116 and 1.106 of the exhaustive best). Counts distinct tactics: the PDL twin of a kept
+  // tactic (launch_variants' @pdl / @nopdl, sm80 instances) is measured too without taking a slot, so up
+  // to 2k are measured (at 7da5aff twins took slots: 64x64x65536's best tactic ranked 53rd, unmeasured).
   int max_candidates = 48;
   bool launch_variants = true;    // also rank/measure launch_variants() (split-K, cluster, raster); false: default options only
   double max_ms_per_key = 2000;   // wall-clock budget for measuring one key; ≤ 0: none (≥ 1 candidate is always measured)
   double max_launch_ms = 1000;    // a candidate whose single run takes longer is excluded
   double tie_band = 0.02;         // relative; within it, fewer resources then the name win
+  // Final round: after the first pass, the contenders within final_band of the fastest (at most final_max,
+  // fastest first; only when ≥ 2 qualify) are timed again interleaved: final_rounds rounds, each one
+  // measurement of one repeat per contender (MeasureRequest::exact_repeats, the session's method: chains,
+  // rotated inputs, L2 flush), A B C D A B C D ...; the winner is picked from those medians (tie_band
+  // rule). Drift or noise between the first pass's separate measurements decided near-ties of 3-5% before
+  // (H200 tune-quality at 7da5aff). Within max_ms_per_key: skipped when fewer than 3 rounds fit in what is
+  // left (the first pass decides), cut short when the budget runs out (≥ 3 rounds done: their medians
+  // decide). final_rounds ≤ 0 or final_max < 2: no final round.
+  double final_band = 0.05;
+  int final_max = 4;
+  int final_rounds = 10;
   RepeatPolicy repeats{};
   Tolerances tolerances{};
   MBucketing m_bucketing = MBucketing::exact;
@@ -151,6 +170,19 @@ inline TunerOptions options_from_env(TunerOptions base, const std::function<cons
 inline TunerOptions options_from_env(TunerOptions base = {}, std::vector<std::string>* warnings = nullptr) {
   return options_from_env(std::move(base), [](const char* n) -> const char* { return std::getenv(n); }, warnings);
 }
+
+namespace detail {
+// PDL twins: the same instance with the same launch options except the programmatic-launch choice
+// (launch_variants' @pdl / @nopdl twin of a variant). They share one max_candidates slot. Conv tactics
+// have no PDL choice.
+inline bool pdl_twins(const GemmTactic& a, const GemmTactic& b) {
+  if (a.entry != b.entry || a.launch.pdl == b.launch.pdl) return false;
+  GemmLaunchOptions x = a.launch, y = b.launch;
+  x.pdl = y.pdl = PdlChoice::rule;
+  return same_launch(x, y);
+}
+inline bool pdl_twins(const ConvTactic&, const ConvTactic&) { return false; }
+}  // namespace detail
 
 // The cache identity's instance-table hash for conv2d entries.
 inline std::string conv_family_hash(const ConvTable& table) { return table_hash(table, "ktune-conv-families-v1"); }
@@ -956,19 +988,45 @@ class Tuner {
   }
 
   // The measuring flow shared by GEMM and conv keys. Under the device's bench mutex: opens a session
-  // (`begin`), validates and times the best-ranked tactics (at most max_candidates, within the key's
-  // budget; failures and slow ones are recorded and excluded), records the rest (pruned by the model,
-  // cannot implement), then picks the winner with the near-tie rule. Returns the winner interned by
-  // `intern_tactic`, or nullptr when nothing was measured (session_status says whether a session
-  // could be opened). Caller holds the slot's mutex.
+  // (`begin`), validates and times the best-ranked tactics (max_candidates distinct ones, each PDL twin
+  // of a kept tactic kept too without taking a slot; within the key's budget; failures and slow ones are
+  // recorded and excluded), times the fastest few again interleaved (final round), records the rest
+  // (pruned by the model, cannot implement), then picks the winner with the near-tie rule. Returns the
+  // winner interned by `intern_tactic`, or nullptr when nothing was measured (session_status says
+  // whether a session could be opened). Caller holds the slot's mutex.
   template <class Session, class Tactic, class Begin, class Intern>
   const Tactic* measure_and_pick(DeviceContext& ctx, const std::vector<Tactic>& ranked, const std::vector<std::string>& why_not,
                                  double flops, double tol, const TunerOptions& opt, TuningReport& r, Status& session_status,
                                  Begin&& begin, Intern&& intern_tactic) {
-    const std::size_t keep =
-        opt.max_candidates > 0 ? std::min<std::size_t>(ranked.size(), static_cast<std::size_t>(opt.max_candidates)) : ranked.size();
+    constexpr std::size_t none = static_cast<std::size_t>(-1);
+    // Which ranked tactics are measured: the best-ranked max_candidates distinct tactics; a PDL twin of a
+    // kept tactic is kept as well and takes no slot.
+    const std::size_t cap = opt.max_candidates > 0 ? static_cast<std::size_t>(opt.max_candidates) : ranked.size();
+    std::vector<char> kept(ranked.size(), 0);
+    std::vector<std::size_t> twin_of(ranked.size(), none), kept_list;
+    std::size_t slots = 0;
+    for (std::size_t i = 0; i < ranked.size(); ++i) {
+      for (std::size_t j : kept_list)
+        if (detail::pdl_twins(ranked[j], ranked[i])) {
+          twin_of[i] = j;
+          break;
+        }
+      if (twin_of[i] == none) {
+        if (slots >= cap) continue;
+        ++slots;
+      }
+      kept[i] = 1;
+      kept_list.push_back(i);
+    }
+    std::vector<std::size_t> kept_from(ranked.size() + 1, 0);  // kept tactics at ranks ≥ i
+    for (std::size_t i = ranked.size(); i-- > 0;) kept_from[i] = kept_from[i + 1] + (kept[i] ? 1 : 0);
+
     std::vector<Contender> contenders;
     std::vector<std::size_t> contender_record;
+    std::vector<double> wall_per_repeat;  // per contender: the first pass's wall time per repeat (final round's estimate)
+    std::vector<Contender> pick_from;     // what the winner is picked from: the contenders, or the final round's
+    std::vector<std::size_t> pick_record;
+    std::string overturned;               // the first pass's pick when the final round picked another
     {
       std::lock_guard bench(ctx.bench_mu);
       std::unique_ptr<Session> session;
@@ -977,14 +1035,18 @@ class Tuner {
       if (session_status.ok()) {
         const auto m0 = Clock::now();
         double best = std::numeric_limits<double>::infinity();
-        for (std::size_t i = 0; i < keep; ++i) {
+        for (std::size_t i = 0; i < ranked.size(); ++i) {
+          if (!kept[i]) continue;
           const Tactic& tac = ranked[i];
           TacticRecord t;
           t.name = tac.name;
           t.rank = static_cast<int>(i + 1);
+          const std::string twin_note = twin_of[i] != none && opt.max_candidates > 0
+                                            ? "PDL twin of rank " + std::to_string(twin_of[i] + 1) + " (takes no max_candidates slot); "
+                                            : std::string();
           if (opt.max_ms_per_key > 0 && ms_since(m0) >= opt.max_ms_per_key && !contenders.empty()) {
             t.status = TacticStatus::pruned_by_budget;
-            t.detail = "key budget of " + detail::fmt("%.0f ms", opt.max_ms_per_key) + " spent";
+            t.detail = twin_note + "key budget of " + detail::fmt("%.0f ms", opt.max_ms_per_key) + " spent";
             r.records.push_back(std::move(t));
             continue;
           }
@@ -992,13 +1054,13 @@ class Tuner {
           t.rel_error = v.rel_error;
           if (!v.status.ok()) {
             t.status = TacticStatus::failed_launch;
-            t.detail = v.status.message();
+            t.detail = twin_note + v.status.message();
             r.records.push_back(std::move(t));
             continue;
           }
           if (!(v.rel_error <= tol)) {
             t.status = TacticStatus::failed_validation;
-            t.detail = "relative error " + detail::fmt("%.2e", v.rel_error) + " > tolerance " + detail::fmt("%.0e", tol);
+            t.detail = twin_note + "relative error " + detail::fmt("%.2e", v.rel_error) + " > tolerance " + detail::fmt("%.0e", tol);
             r.records.push_back(std::move(t));
             continue;
           }
@@ -1006,13 +1068,15 @@ class Tuner {
           req.repeats = opt.repeats;
           req.best_ms = best;
           req.max_launch_ms = opt.max_launch_ms;
-          if (opt.max_ms_per_key > 0) req.budget_ms = std::max(0.0, opt.max_ms_per_key - ms_since(m0)) / double(keep - i);
+          if (opt.max_ms_per_key > 0) req.budget_ms = std::max(0.0, opt.max_ms_per_key - ms_since(m0)) / double(kept_from[i]);
+          const auto w0 = Clock::now();
           const Measurement m = session->measure(tac, req);
+          const double wall = ms_since(w0);
           t.repeats = m.repeats;
           t.chain = m.chain;
           if (!m.status.ok()) {
             t.status = TacticStatus::failed_launch;
-            t.detail = m.status.message();
+            t.detail = twin_note + m.status.message();
             r.records.push_back(std::move(t));
             continue;
           }
@@ -1020,33 +1084,40 @@ class Tuner {
           t.tflops = tflops_of(flops, m.ms);
           if (!(m.ms > 0) || !std::isfinite(m.ms)) {
             t.status = TacticStatus::failed_launch;
-            t.detail = "no valid time";
+            t.detail = twin_note + "no valid time";
           } else if (m.exceeded_bound || m.ms > opt.max_launch_ms) {
             t.status = TacticStatus::exceeded_time_bound;
-            t.detail = detail::fmt("%.1f ms", m.ms) + " > bound " + detail::fmt("%.1f ms", opt.max_launch_ms);
+            t.detail = twin_note + detail::fmt("%.1f ms", m.ms) + " > bound " + detail::fmt("%.1f ms", opt.max_launch_ms);
           } else if (m.stop == RepeatDecision::slower_than_best) {
             t.status = TacticStatus::slower_than_best;
-            t.detail = detail::fmt("> %.2fx the best so far", opt.repeats.slow_cutoff);
+            t.detail = twin_note + detail::fmt("> %.2fx the best so far", opt.repeats.slow_cutoff);
           } else {
             t.status = TacticStatus::measured;
             best = std::min(best, m.ms);
             contenders.push_back(Contender{tac.name, m.ms,
                                            static_cast<long long>(tac.entry->resources.threads) * tac.entry->resources.smem_bytes, i});
             contender_record.push_back(r.records.size());
-            t.detail = "spread " + detail::fmt("%.1f%%", m.spread * 100) + ", stop: " + std::string(to_string(m.stop));
+            wall_per_repeat.push_back(wall / double(std::max(1, m.repeats)));
+            t.detail = twin_note + "spread " + detail::fmt("%.1f%%", m.spread * 100) + ", stop: " + std::string(to_string(m.stop));
           }
           r.records.push_back(std::move(t));
         }
+        pick_from = contenders;
+        pick_record = contender_record;
+        final_round(*session, ranked, contenders, contender_record, wall_per_repeat, flops, opt, m0, r, pick_from, pick_record,
+                    overturned);
         r.scratch_bytes = session->scratch_bytes();
         r.method = session->describe();
       }
     }
-    for (std::size_t i = keep; i < ranked.size(); ++i) {
+    for (std::size_t i = 0; i < ranked.size(); ++i) {
+      if (kept[i]) continue;
       TacticRecord t;
       t.name = ranked[i].name;
       t.rank = static_cast<int>(i + 1);
       t.status = TacticStatus::pruned_by_model;
-      t.detail = "rank " + std::to_string(i + 1) + " > max_candidates " + std::to_string(opt.max_candidates);
+      t.detail = "rank " + std::to_string(i + 1) + ": max_candidates " + std::to_string(opt.max_candidates) +
+                 " distinct tactics kept before it (PDL twins of kept tactics take no slot)";
       r.records.push_back(std::move(t));
     }
     for (auto& w : why_not) {
@@ -1058,20 +1129,153 @@ class Tuner {
       r.records.push_back(std::move(t));
     }
 
-    const int win = pick_winner(contenders, opt.tie_band);
+    const int win = pick_winner(pick_from, opt.tie_band);
     if (win < 0) return nullptr;
-    const Tactic* winner = intern_tactic(ranked[contenders[static_cast<std::size_t>(win)].index]);
-    TacticRecord& wr = r.records[contender_record[static_cast<std::size_t>(win)]];
+    const Tactic* winner = intern_tactic(ranked[pick_from[static_cast<std::size_t>(win)].index]);
+    TacticRecord& wr = r.records[pick_record[static_cast<std::size_t>(win)]];
     wr.status = TacticStatus::selected;
-    const double fastest = std::min_element(contenders.begin(), contenders.end(),
+    const double fastest = std::min_element(pick_from.begin(), pick_from.end(),
                                             [](const Contender& a, const Contender& b) { return a.ms < b.ms; })->ms;
     if (wr.ms > fastest) wr.detail = "near-tie (within " + detail::fmt("%.1f%%", opt.tie_band * 100) +
                                      " of the fastest): fewer resources / name; " + wr.detail;
+    if (!overturned.empty() && overturned != wr.name) wr.detail = "final round overturned the first pass's pick " + overturned + "; " + wr.detail;
     r.winner = wr.name;
     r.winner_ms = wr.ms;
     r.winner_tflops = wr.tflops;
     tunings_.fetch_add(1, std::memory_order_relaxed);
     return winner;
+  }
+
+  // The final round (TunerOptions::final_rounds): the contenders within final_band of the fastest (at
+  // most final_max: the first pass's pick, then the fastest) are measured again round-robin, one exact_repeats = 1 request each per
+  // round, within what is left of the key's budget. When at least min(3, final_rounds) rounds were done,
+  // `pick_from` / `pick_record` become the finalists with their final-round medians (records updated: ms
+  // is the final median, first_pass_ms the first pass's) and `overturned` the first pass's pick; a
+  // finalist whose final-round run fails is dropped (from `contenders` too). r.final_round says what happened.
+  template <class Session, class Tactic>
+  void final_round(Session& session, const std::vector<Tactic>& ranked, std::vector<Contender>& contenders,
+                   std::vector<std::size_t>& contender_record, const std::vector<double>& wall_per_repeat, double flops,
+                   const TunerOptions& opt, Clock::time_point m0, TuningReport& r, std::vector<Contender>& pick_from,
+                   std::vector<std::size_t>& pick_record, std::string& overturned) {
+    if (opt.final_rounds <= 0 || opt.final_max < 2 || contenders.size() < 2) return;
+    // Finalists: fastest first (ties: rank).
+    std::vector<std::size_t> order(contenders.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return contenders[a].ms != contenders[b].ms ? contenders[a].ms < contenders[b].ms : contenders[a].index < contenders[b].index;
+    });
+    const double limit = contenders[order.front()].ms * (1.0 + std::max(0.0, opt.final_band));
+    // The first pass's pick (which the near-tie rule may have taken over a slightly faster variant: fewer
+    // resources, the default options) is always a finalist, so that the rule can pick it again; then the
+    // fastest others. Timed in the order of their first-pass times.
+    const int first_pass_win = pick_winner(contenders, opt.tie_band);
+    const std::string first_pass_name =
+        first_pass_win >= 0 ? std::string(contenders[static_cast<std::size_t>(first_pass_win)].name) : std::string();
+    std::vector<std::size_t> fin;  // positions in contenders
+    if (first_pass_win >= 0) fin.push_back(static_cast<std::size_t>(first_pass_win));
+    for (std::size_t p : order)
+      if (contenders[p].ms <= limit && fin.size() < static_cast<std::size_t>(opt.final_max) && std::find(fin.begin(), fin.end(), p) == fin.end())
+        fin.push_back(p);
+    std::stable_sort(fin.begin(), fin.end(), [&](std::size_t a, std::size_t b) {
+      return std::find(order.begin(), order.end(), a) < std::find(order.begin(), order.end(), b);
+    });
+    const std::string band = detail::fmt("%.0f%%", std::max(0.0, opt.final_band) * 100);
+    if (fin.size() < 2) return;  // a clear winner: nothing to re-time
+    const std::string who = std::to_string(fin.size()) + " within " + band + " of the fastest";
+    const int want = opt.final_rounds;
+    const int min_rounds = std::min(want, 3);
+    auto left = [&] { return opt.max_ms_per_key > 0 ? opt.max_ms_per_key - ms_since(m0) : std::numeric_limits<double>::infinity(); };
+    double round_ms = 0;  // estimate: the first pass's wall time per repeat; then the last round's wall time
+    for (std::size_t q : fin) round_ms += wall_per_repeat[q];
+    if (left() < double(min_rounds) * round_ms) {
+      r.final_round = "skipped, " + who + ": key budget spent (" + detail::fmt("%.1f ms", std::max(0.0, left())) +
+                      " left of " + detail::fmt("%.0f ms", opt.max_ms_per_key) + ", " + std::to_string(min_rounds) + " rounds need ~" +
+                      detail::fmt("%.1f ms", double(min_rounds) * round_ms) + "); the first pass decides";
+      return;
+    }
+    const auto f0 = Clock::now();
+    std::vector<std::vector<double>> samples(fin.size());
+    std::vector<char> dropped(fin.size(), 0);
+    std::size_t alive = fin.size();
+    int rounds = 0;
+    bool cut = false;
+    for (; rounds < want && alive >= 2; ++rounds) {
+      if (rounds > 0 && left() < round_ms) {
+        cut = true;
+        break;
+      }
+      const auto rt0 = Clock::now();
+      for (std::size_t f = 0; f < fin.size(); ++f) {
+        if (dropped[f]) continue;
+        const Contender& c = contenders[fin[f]];
+        MeasureRequest req;
+        req.repeats = opt.repeats;
+        req.max_launch_ms = opt.max_launch_ms;
+        req.exact_repeats = 1;
+        const Measurement m = session.measure(ranked[c.index], req);
+        TacticRecord& rec = r.records[contender_record[fin[f]]];
+        if (!m.status.ok() || !(m.ms > 0) || !std::isfinite(m.ms) || m.exceeded_bound || m.ms > opt.max_launch_ms) {
+          dropped[f] = 1;
+          --alive;
+          const bool slow = m.status.ok() && (m.exceeded_bound || m.ms > opt.max_launch_ms);
+          rec.status = slow ? TacticStatus::exceeded_time_bound : TacticStatus::failed_launch;
+          rec.detail = "final round " + std::to_string(rounds + 1) + ": " +
+                       (!m.status.ok() ? m.status.message()
+                        : slow         ? detail::fmt("%.1f ms", m.ms) + " > bound " + detail::fmt("%.1f ms", opt.max_launch_ms)
+                                       : std::string("no valid time")) +
+                       " (first pass " + detail::fmt("%.4f ms", rec.ms) + ")";
+          continue;
+        }
+        samples[f].push_back(m.ms);
+      }
+      round_ms = ms_since(rt0);
+    }
+    // Finalists that failed are out of the first pass's pick as well.
+    std::vector<std::size_t> out;
+    for (std::size_t f = 0; f < fin.size(); ++f)
+      if (dropped[f]) out.push_back(fin[f]);
+    const double spent = ms_since(f0);
+    r.final_round = who + ", " + std::to_string(rounds) + (cut ? " of " + std::to_string(want) : std::string()) + " interleaved round" +
+                    (rounds == 1 ? "" : "s") + (cut ? " (cut short by the key budget)" : "") + ", " + detail::fmt("%.1f ms", spent);
+    if (!out.empty()) r.final_round += ", " + std::to_string(out.size()) + " failed";
+    if (rounds < min_rounds || alive == 0) {
+      r.final_round += rounds < min_rounds ? "; too few rounds: the first pass decides" : "; none left: the first pass decides";
+    } else {
+      pick_from.clear();
+      pick_record.clear();
+      for (std::size_t f = 0; f < fin.size(); ++f) {
+        if (dropped[f]) continue;
+        std::vector<double> v = samples[f];
+        const double med = quantile(v, 0.5);
+        Contender c = contenders[fin[f]];
+        TacticRecord& rec = r.records[contender_record[fin[f]]];
+        rec.first_pass_ms = rec.ms;
+        rec.ms = med;
+        rec.tflops = tflops_of(flops, med);
+        rec.final_rounds = static_cast<int>(samples[f].size());
+        rec.detail = "final round: median " + detail::fmt("%.4f ms", med) + " over " + std::to_string(samples[f].size()) +
+                     " interleaved rounds (first pass " + detail::fmt("%.4f ms", rec.first_pass_ms) + "); " + rec.detail;
+        c.ms = med;
+        pick_from.push_back(c);
+        pick_record.push_back(contender_record[fin[f]]);
+      }
+      overturned = first_pass_name;
+    }
+    if (!out.empty()) {
+      std::vector<Contender> keep_c;
+      std::vector<std::size_t> keep_r;
+      for (std::size_t p = 0; p < contenders.size(); ++p)
+        if (std::find(out.begin(), out.end(), p) == out.end()) {
+          keep_c.push_back(contenders[p]);
+          keep_r.push_back(contender_record[p]);
+        }
+      contenders = std::move(keep_c);
+      contender_record = std::move(keep_r);
+      if (rounds < min_rounds || alive == 0) {
+        pick_from = contenders;
+        pick_record = contender_record;
+      }
+    }
   }
 
   // Measure and pin. Caller holds slot.mu.
