@@ -30,6 +30,7 @@ enum class Rule {
   wgmma_full_width,        // a consumer warpgroup tile spans the block tile's width when the tile splits along M alone
   pingpong_whole_tile,     // ping-pong consumers (wgmma only) each compute a whole block tile: warp tile = block tile
   wgmma_n_shape,           // the warpgroup tile's N is one the kernel has a wgmma wrapper for (kernel/sm90/wgmma.cuh)
+  swap_ab_operands,        // swap AB (sm90 wgmma only): 'tn' (both operands K-major), 16-bit operands, cooperative consumers
 };
 
 constexpr std::string_view rule_name(Rule r) {
@@ -56,6 +57,7 @@ constexpr std::string_view rule_name(Rule r) {
     case Rule::wgmma_full_width: return "wgmma_full_width";
     case Rule::pingpong_whole_tile: return "pingpong_whole_tile";
     case Rule::wgmma_n_shape: return "wgmma_n_shape";
+    case Rule::swap_ab_operands: return "swap_ab_operands";
   }
   return "?";
 }
@@ -108,6 +110,10 @@ struct Verdict {
       case Rule::wgmma_n_shape:
         return "warpgroup tile width " + n(value) +
                " has no wgmma wrapper (f16/bf16: N = 64, 96, 112, 128, 192, 256; tf32: 64, 128, 192, 256)";
+      case Rule::swap_ab_operands:
+        return "swap AB runs the transposed problem on the sm90 wgmma kernel with A and B exchanged: both operands "
+               "K-major ('tn': A row-major, B column-major), 16-bit operands (wgmma_f16/wgmma_bf16), cooperative "
+               "consumers; the configuration breaks " + n(value) + " of these";
     }
     return "?";
   }

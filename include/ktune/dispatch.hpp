@@ -143,6 +143,8 @@ inline Status check_launch_options(const GemmKernelEntry& e, const GemmLaunchOpt
       return error(StatusCode::unsupported, "instance " + std::string(e.name) + " takes cluster split-K with one cluster per tile only "
                                                 "(split_k == split_cluster), got split_k=" + std::to_string(o.split_k));
   }
+  if (o.cluster == 2 && is_swap_ab(e.config))  // (H200: clusters of 2 made both swap tiles slower, 0.70-1.03)
+    return error(StatusCode::unsupported, "instance " + std::string(e.name) + " (swap AB) does not run in clusters (cluster=2)");
   if (o.stream_k && (!supports_stream_k(e.config) || e.workspace_size == nullptr || is_route(e)))
     return error(StatusCode::unsupported, "instance " + std::string(e.name) +
                                               " does not support stream-K (sm90 wgmma instances with warpgroup tiles up to 64x128)");
@@ -184,6 +186,25 @@ inline Status device_runs(const GemmConfig& c, const GemmResources& r, const Dev
   return {};
 }
 
+// What a swap-AB instance (WgSchedule::swap_ab; kernel/sm90/kernel.cuh) runs, beyond its configuration's
+// math and layout ('tn' f16/bf16): the transposed store (kernel/sm90/epilogue.cuh, store_tile_swapped)
+// writes 16-bit D only; it applies the whole built-in epilogue (alpha, beta·C, bias, residual, every
+// activation, clamp). M, N and K fit int (the kernel's coordinates). Shared by ktune::gemm's
+// can_implement, the conv gemm1x1 route's, and the launcher (check_swap_ab), so nothing is launched that
+// the kernel cannot run. (Split-K, stream-K and clusters: check_launch_options.)
+inline Status swap_ab_implements(const GemmDesc& d) {
+  if (d.a_layout != Layout::row || d.b_layout != Layout::col)
+    return error(StatusCode::unsupported, "swap-AB instance: 'tn' only (row-major A, column-major B)");
+  if (d.ab_type != DType::f16 && d.ab_type != DType::bf16)
+    return error(StatusCode::unsupported, "swap-AB instance: f16/bf16 operands only");
+  if (d.d_type != DType::f16 && d.d_type != DType::bf16)
+    return error(StatusCode::unsupported, "swap-AB instance: 16-bit D (and C, bias, residual) only, problem has " +
+                                              std::string(to_string(d.d_type)) + " D (its transposed store packs 16-bit values)");
+  if (d.m > 0x7fffffff || d.n > 0x7fffffff || d.k > 0x7fffffff)
+    return error(StatusCode::invalid_argument, "swap-AB instance: M, N, K must fit int");
+  return {};
+}
+
 // Can this instance run this (already validated) problem on this device? The reason says why not.
 inline Status can_implement(const GemmKernelEntry& e, const GemmDesc& d, const GemmAlignment& al,
                             const DeviceInfo* dev) {
@@ -204,6 +225,7 @@ inline Status can_implement(const GemmKernelEntry& e, const GemmDesc& d, const G
   if (al.a % c.align != 0 || al.b % c.align != 0)
     return error(StatusCode::misaligned, "instance needs " + std::to_string(c.align) + "-element vectors, A allows " +
                                              std::to_string(al.a) + ", B allows " + std::to_string(al.b));
+  if (is_swap_ab(c)) KTUNE_RETURN_IF_ERROR(swap_ab_implements(d));
   return device_runs(c, e.resources, dev);
 }
 

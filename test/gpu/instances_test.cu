@@ -5,6 +5,7 @@
 // Also: the constraint model against the compiler (registers, spills, shared memory).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <iomanip>
 #include <map>
 #include <set>
@@ -64,8 +65,10 @@ std::string combo_name(const std::tuple<MathOp, Layout, Layout>& c) {
   return std::string(to_string(std::get<0>(c))) + " " + layout_letter(std::get<1>(c)) + layout_letter(std::get<2>(c));
 }
 
-// Would the instance take this problem on this device? Misalignment is a legitimate skip.
-Status instance_accepts(const GemmKernelEntry& e, const Matrix& A, const Matrix& B, const DeviceInfo& dev) {
+// Would the instance take this problem, with D of type `out`, on this device? Misalignment is a
+// legitimate skip; so is an output type the instance refuses (unsupported: the swap-AB instances write
+// 16-bit D only, dispatch.hpp swap_ab_implements).
+Status output_accepts(const GemmKernelEntry& e, const Matrix& A, const Matrix& B, const DeviceInfo& dev, DType out) {
   GemmDesc d;
   d.m = A.st.rows;
   d.n = B.st.cols;
@@ -75,13 +78,28 @@ Status instance_accepts(const GemmKernelEntry& e, const Matrix& A, const Matrix&
   d.b_layout = B.st.row_major ? Layout::row : Layout::col;
   d.lda = A.st.ld;
   d.ldb = B.st.ld;
-  d.d_type = DType::f32;
+  d.d_type = out;
   d.compute = compute_for(e.config.math);
   GemmOperands o;
   o.a = A.data();
   o.b = B.data();
   d = resolved(d);
   return can_implement(e, d, alignment_of(d, o), &dev);
+}
+
+// The same with an output type the instance takes (f32; f16 for the swap-AB instances).
+Status instance_accepts(const GemmKernelEntry& e, const Matrix& A, const Matrix& B, const DeviceInfo& dev) {
+  return output_accepts(e, A, B, dev, is_swap_ab(e.config) ? DType::f16 : DType::f32);
+}
+
+// kOutTypes[first], or the next one (cyclically) that the instance takes on this problem: the rotation
+// of output types over (instance, case) pairs, kept for every instance that takes every type.
+DType accepted_out_type(const GemmKernelEntry& e, const Matrix& A, const Matrix& B, const DeviceInfo& dev, std::size_t first) {
+  for (std::size_t i = 0; i < 3; ++i) {
+    const DType t = kOutTypes[(first + i) % 3];
+    if (output_accepts(e, A, B, dev, t).code() != StatusCode::unsupported) return t;
+  }
+  return kOutTypes[first % 3];
 }
 
 struct Failures {
@@ -119,6 +137,11 @@ TEST_CASE("every instance matches the float64 reference on every shape class and
               continue;
             }
             for (DType out : kOutTypes) {
+              // An output type the instance refuses (swap AB: f32 D) is skipped by can_implement's Status.
+              if (const Status os = output_accepts(*e, A, B, dev, out); !os.ok()) {
+                CHECK_MESSAGE(os.code() == StatusCode::unsupported, e->name << ": " << os.to_string());
+                continue;
+              }
               OutputCase oc;
               oc.d_type = out;
               oc.ldd_pad = sc.pad_d;
@@ -228,8 +251,9 @@ TEST_CASE("every instance computes every epilogue") {
             if (!instance_accepts(*e, A, B, dev).ok()) continue;
             for (std::size_t ci = 0; ci < cases.size(); ++ci) {
               OutputCase oc;
-              // Rotate the output type so every (instance, epilogue) pair sees different types.
-              oc.d_type = kOutTypes[(ci + ei + si) % 3];
+              // Rotate the output type so every (instance, epilogue) pair sees different types (among
+              // those the instance takes: swap AB skips f32).
+              oc.d_type = accepted_out_type(*e, A, B, dev, ci + ei + si);
               oc.ldd_pad = sc.pad_d;
               oc.epilogue = cases[ci].spec;
               oc.c_aliases_d = cases[ci].c_aliases_d;
@@ -302,8 +326,14 @@ TEST_CASE("sm90 instances with 2-CTA clusters (TMA multicast) and persistent wal
             const GemmKernelEntry* e = entries[ei];
             if (!instance_accepts(*e, A, B, dev).ok()) continue;
             for (std::size_t li = 0; li < launches.size(); ++li) {
+              // Launch options the instance refuses (swap AB: clusters) are skipped by their Status.
+              if (const Status ls = check_launch_options(*e, launches[li].opt); !ls.ok()) {
+                CHECK_MESSAGE(is_swap_ab(e->config), e->name << " refuses " << launches[li].what << ": " << ls.to_string());
+                CHECK(ls.code() == StatusCode::unsupported);
+                continue;
+              }
               OutputCase oc;
-              oc.d_type = kOutTypes[(ei + li + si) % 3];
+              oc.d_type = accepted_out_type(*e, A, B, dev, ei + li + si);
               oc.ldd_pad = sc.pad_d;
               oc.epilogue = epilogues[(ei + li + si) % epilogues.size()];
               const RunResult r = run_checked(A, B, acc, e->config.math, oc, e->name.data(), rng, nullptr,
@@ -317,9 +347,13 @@ TEST_CASE("sm90 instances with 2-CTA clusters (TMA multicast) and persistent wal
         });
   }
   for (const auto& e : gemm_table().entries())
-    if (is_wgmma(e.config.math) && runs_on_device(e, dev).ok())
-      CHECK_MESSAGE(per_instance[e.name] >= static_cast<int>(launches.size()), e.name << " ran " << per_instance[e.name]
-                                                                                     << " cluster/persistent cases");
+    if (is_wgmma(e.config.math) && runs_on_device(e, dev).ok()) {
+      const auto taken = std::count_if(launches.begin(), launches.end(),
+                                       [&](const LaunchCase& l) { return check_launch_options(e, l.opt).ok(); });
+      CHECK(taken >= 1);
+      CHECK_MESSAGE(per_instance[e.name] >= static_cast<int>(taken), e.name << " ran " << per_instance[e.name]
+                                                                          << " cluster/persistent cases");
+    }
   CHECK(fails.count == 0);
   MESSAGE(runs << " sm90 cluster/persistent runs, " << fails.count << " failures");
 }

@@ -33,12 +33,14 @@ using namespace kt;
 namespace {
 
 // Every sm90 instance with A row-major and B column-major ('tn') that runs here, bf16 and tf32 (the f16
-// instances are the bf16 ones' code with another wgmma type).
-std::vector<const GemmKernelEntry*> sm90_tn_instances(const DeviceInfo& dev) {
+// instances are the bf16 ones' code with another wgmma type). The swap-AB instances take no split-K,
+// stream-K or clusters (and no f32 D): only where `with_swap` (the PDL chains, default launches of bf16
+// D); their refusals have a test of their own below.
+std::vector<const GemmKernelEntry*> sm90_tn_instances(const DeviceInfo& dev, bool with_swap = false) {
   std::vector<const GemmKernelEntry*> out;
   for (const auto& e : gemm_table().entries())
     if (is_wgmma(e.config.math) && e.config.math != MathOp::wgmma_f16 && !is_route(e) && e.config.a_layout == Layout::row &&
-        e.config.b_layout == Layout::col && runs_on_device(e, dev).ok())
+        e.config.b_layout == Layout::col && runs_on_device(e, dev).ok() && (with_swap || !is_swap_ab(e.config)))
       out.push_back(&e);
   return out;
 }
@@ -131,6 +133,37 @@ TEST_CASE("sm90 split-K: serial and parallel bit-identical, run to run, with eve
       }
     }
   }
+}
+
+TEST_CASE("sm90 swap AB: split-K, stream-K, clusters and f32 D are refused, nothing written") {
+  DeviceInfo dev;
+  backend::device_info(dev);
+  int checked = 0;
+  for (const GemmKernelEntry* e : sm90_tn_instances(dev, true)) {
+    if (!is_swap_ab(e->config)) continue;
+    CAPTURE(e->name);
+    Rng rng(9800 + checked);
+    const RandomOperands op = random_operands(*e, 200, 136, 512, rng);
+    DirectRun x = direct_run(*e, op, DType::bf16, bias_activation(Activation::relu), rng);
+    CHECK((e->workspace_size == nullptr));
+    GemmLaunchOptions pair;
+    pair.cluster = 2;
+    for (const GemmLaunchOptions& lo : {split_k_launch(2, SplitKMode::parallel), split_k_launch(2, SplitKMode::serial), stream_k_launch(),
+                                        cluster_split_launch(2, 2), pair}) {
+      CHECK(check_launch_options(*e, lo).code() == StatusCode::unsupported);
+      CHECK(e->launch(resolved(x.d), x.ops, lo, nullptr).code() == StatusCode::unsupported);
+    }
+    GemmDesc f32 = resolved(x.d);
+    f32.d_type = DType::f32;
+    const Status st = can_implement(*e, f32, alignment_of(f32, x.ops), &dev);
+    CHECK(st.code() == StatusCode::unsupported);
+    CHECK(st.message().find("16-bit D") != std::string::npos);
+    CHECK(e->launch(f32, x.ops, GemmLaunchOptions{}, nullptr).code() == StatusCode::unsupported);
+    backend::sync(nullptr);
+    CHECK(still_poisoned(x.D));
+    ++checked;
+  }
+  MESSAGE(checked << " swap-AB instances checked");
 }
 
 TEST_CASE("sm90 split-K: cluster 2 with split_k > 1 and a short workspace are refused, nothing written") {
@@ -512,7 +545,7 @@ std::vector<std::vector<PdlStep>> pdl_chains(const std::vector<std::vector<PdlSt
 TEST_CASE("sm90 programmatic dependent launch: chained launches read the previous one's output") {
   DeviceInfo dev;
   backend::device_info(dev);
-  const auto instances = sm90_tn_instances(dev);
+  const auto instances = sm90_tn_instances(dev, true);
   if (instances.empty()) return;
   const auto per_instance = pdl_instance_launches(instances);
   std::uint64_t seed = 10100;
@@ -548,7 +581,7 @@ void check_pdl_back_to_back_once(PdlChain& c) {
 TEST_CASE("sm90 programmatic dependent launch: sanitizer target") {
   DeviceInfo dev;
   backend::device_info(dev);
-  const auto instances = sm90_tn_instances(dev);
+  const auto instances = sm90_tn_instances(dev, true);
   if (instances.empty()) return;
   PdlChain c = make_pdl_chain(264, pdl_chains(pdl_instance_launches(instances)).back(), 10200);
   check_pdl_back_to_back_once(c);

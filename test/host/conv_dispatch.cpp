@@ -165,7 +165,8 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
   std::size_t expected = conv_valid_count<families::Sm80ConvOptimized> + conv_valid_count<families::Sm80ConvAnalytic> +
                          conv_valid_count<families::Sm80ConvFewChannels> + conv_valid_count<families::Sm80ConvFewChannels3> +
                          conv_valid_count<families::Sm90ConvGemm1x1> + conv_valid_count<families::Sm90ConvIm2col> +
-                         conv_valid_count<families::Sm80ConvStem> + conv_valid_count<families::Sm80ConvOptimizedWide>;
+                         conv_valid_count<families::Sm80ConvStem> + conv_valid_count<families::Sm80ConvOptimizedWide> +
+                         conv_valid_count<families::Sm90ConvGemm1x1Swap>;
   CHECK(conv_valid_count<families::Sm80ConvOptimized> == conv_family_size<families::Sm80ConvOptimized>);
   CHECK(conv_valid_count<families::Sm80ConvAnalytic> == conv_family_size<families::Sm80ConvAnalytic>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels> == conv_family_size<families::Sm80ConvFewChannels>);
@@ -180,7 +181,15 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
   // 64x64 / 64x32 warp tiles: f16/bf16 x 3 block shapes
   CHECK(conv_valid_count<families::Sm80ConvOptimizedWide> == conv_family_size<families::Sm80ConvOptimizedWide>);
   CHECK(conv_valid_count<families::Sm80ConvOptimizedWide> == 6);
-  CHECK(expected == 12 + 14 + 4 + 6);
+  // 1x1 on the GEMM's swap-AB instances: f16/bf16 x 64x112 s9, 128x96 s7 (swapped orientation)
+  CHECK(conv_family_size<families::Sm90ConvGemm1x1Swap> == 4);
+  CHECK(conv_valid_count<families::Sm90ConvGemm1x1Swap> == 4);
+  for (const ConvConfig& c : valid_conv_configs<families::Sm90ConvGemm1x1Swap>()) {
+    CHECK(c.gemm.schedule == WgSchedule::swap_ab);
+    CHECK_FALSE(conv_supports_split_k(c));
+    CHECK(conv_instance_name(c).view().find("_tn_swap_") != std::string_view::npos);
+  }
+  CHECK(expected == 12 + 14 + 4 + 6 + 4);
   CHECK(conv_table().size() == expected);
   std::set<std::string> names;
   for (const auto& e : conv_table().entries()) {

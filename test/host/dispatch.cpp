@@ -74,10 +74,11 @@ bool serves(MathOp m, MathOp kind) {
   return operand_type(m) != DType::f32 || uses_tensor_cores(m) == uses_tensor_cores(kind);
 }
 
+// (Kernel instances that take f32 D: the callers' problems have it, which the swap-AB instances refuse.)
 int count_entries(MathOp kind, Layout la, Layout lb, int min_align = 1, const DeviceInfo* dev = nullptr) {
   int n = 0;
   for (const auto& e : gemm_table().entries())
-    n += !is_route(e) && serves(e.config.math, kind) && e.config.a_layout == la && e.config.b_layout == lb &&
+    n += !is_route(e) && !is_swap_ab(e.config) && serves(e.config.math, kind) && e.config.a_layout == la && e.config.b_layout == lb &&
                  e.config.align >= min_align && (dev == nullptr || e.config.arch_cc <= dev->cc)
              ? 1
              : 0;
@@ -143,7 +144,8 @@ TEST_CASE("can_implement: shared memory beyond the device's opt-in limit") {
   const int need = big->resources.smem_bytes;
   const GemmConfig& c = big->config;
   // A device of exactly the instance's architecture, so only shared memory can refuse it.
-  const GemmDesc d = resolved(desc(4096, 4096, 4096, c.operand(), c.a_layout, c.b_layout, DType::f32,
+  // (D in the operands' type for a swap-AB instance, which writes 16-bit D only.)
+  const GemmDesc d = resolved(desc(4096, 4096, 4096, c.operand(), c.a_layout, c.b_layout, is_swap_ab(c) ? c.operand() : DType::f32,
                                    c.operand() == DType::f32 && uses_tensor_cores(c.math) ? Compute::tf32 : Compute::f32));
   const GemmAlignment al{8, 8, 8};
   const DeviceInfo small = fake_device(c.arch_cc, need - 1024);

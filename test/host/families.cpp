@@ -34,8 +34,8 @@ struct FamilyList {};
 // The default families, in registration order, with their parameter-space size and survivor count.
 using DefaultFamilies = FamilyList<fam::Sm80MmaF16, fam::Sm80MmaF16Deep, fam::Sm80MmaF16Small, fam::Sm80MmaF16SmallM, fam::Sm80MmaF16SmallM32, fam::Sm80MmaF16Unaligned, fam::Sm80MmaTf32,
                                    fam::Sm80MmaTf32Unaligned, fam::Sm80SimtF32, fam::Sm90WgmmaF16, fam::Sm90WgmmaF16Small,
-                                   fam::Sm90WgmmaF16PingPong, fam::Sm90WgmmaF16N64, fam::Sm90WgmmaF16N64Deep, fam::Sm90WgmmaTf32,
-                                   fam::Sm90WgmmaTf32PingPong>;
+                                   fam::Sm90WgmmaF16PingPong, fam::Sm90WgmmaF16N64, fam::Sm90WgmmaF16N64Deep, fam::Sm90WgmmaF16Swap,
+                                   fam::Sm90WgmmaF16Swap2Wg, fam::Sm90WgmmaTf32, fam::Sm90WgmmaTf32PingPong>;
 struct Expected {
   std::string_view name;
   std::size_t size, valid;
@@ -55,6 +55,8 @@ constexpr Expected kExpected[] = {
     {"sm90_wgmma_f16_pingpong", 16, 8}, // 2 maths × 2 B layouts × 2 tiles × 2 warpgroup tiles: warp = tile only
     {"sm90_wgmma_f16_n64", 1, 1},      // bf16 'tn' 128x64x64, two 64x64 warpgroups, 8 stages
     {"sm90_wgmma_f16_n64_deep", 1, 1}, // bf16 'tn' 64x64x64, 12 stages
+    {"sm90_wgmma_f16_swap", 2, 2},     // f16/bf16 'tn' swap AB 64x112x64 (swapped orientation), 9 stages
+    {"sm90_wgmma_f16_swap_2wg", 2, 2}, // f16/bf16 'tn' swap AB 128x96x64, two 64x96 warpgroups, 7 stages
     {"sm90_wgmma_tf32", 16, 2},         // 4 layouts × 2 tiles × 2 warpgroup tiles: 'tn' only, 64x256 ∤ 256x128, wgmma_full_width
     {"sm90_wgmma_tf32_pingpong", 1, 1}, // 'tn' 128x128x32, ping-pong
 };
@@ -183,6 +185,41 @@ TEST_CASE("families: known pruned configurations and their reasons") {
       if (v.rule == Rule::wgmma_full_width) CHECK((c.config.tile.n == 256 && c.config.warp.n == 128));
     }
   }
+  // Swap AB: 'tn' 16-bit operands on the wgmma kernel only (rule swap_ab_operands), with the reason.
+  {
+    GemmConfig swap{90, MathOp::wgmma_bf16, Layout::row, Layout::col, {64, 112, 64}, {64, 112}, 9, 8, WgSchedule::swap_ab};
+    CHECK(validate(swap, sm90).ok());
+    GemmConfig nn = swap;
+    nn.b_layout = Layout::row;  // B MN-major: the swapped kernel's A' would be MN-major
+    CHECK(validate(nn, sm90).rule == Rule::swap_ab_operands);
+    CHECK(validate(nn, sm90).value == 1);
+    CHECK(validate(nn, sm90).to_string().rfind("swap_ab_operands: ", 0) == 0);
+    CHECK(validate(nn, sm90).describe().find("K-major") != std::string::npos);
+    GemmConfig tf32{90, MathOp::wgmma_tf32, Layout::row, Layout::col, {128, 128, 32}, {64, 128}, 4, 4, WgSchedule::swap_ab};
+    CHECK(validate(tf32, sm90).rule == Rule::swap_ab_operands);  // 16-bit operands only
+    GemmConfig both = tf32;
+    both.a_layout = Layout::col;
+    CHECK(validate(both, sm90).rule == Rule::swap_ab_operands);  // before wgmma_k_major
+    CHECK(validate(both, sm90).value == 2);
+    GemmConfig sm80_swap{80, MathOp::mma_bf16, Layout::row, Layout::col, {128, 128, 32}, {64, 64}, 4, 8, WgSchedule::swap_ab};
+    CHECK(validate(sm80_swap, sm80).rule == Rule::swap_ab_operands);  // no mma.sync kernel runs it
+    CHECK(gemm_table().find(instance_name(nn).view()) == nullptr);
+    // The model's shared memory and threads are the kernel's (one / two consumer warpgroups).
+    CHECK(estimate_resources(swap).threads == 256);
+    GemmConfig wide{90, MathOp::wgmma_f16, Layout::row, Layout::col, {128, 96, 64}, {64, 96}, 7, 8, WgSchedule::swap_ab};
+    CHECK(validate(wide, sm90).ok());
+    CHECK(estimate_resources(wide).threads == 384);
+    GemmConfig coop = swap;
+    coop.schedule = WgSchedule::cooperative;
+    CHECK(estimate_resources(swap) == estimate_resources(coop));
+    // Swap instances take no split-K, stream-K or cluster split-K.
+    CHECK_FALSE(supports_split_k(swap));
+    CHECK_FALSE(supports_stream_k(swap));
+    CHECK(cluster_split_k_limit(swap) == 1);
+    CHECK(problem_tile(swap).m == 112);
+    CHECK(problem_tile(swap).n == 64);
+    CHECK(problem_tile(coop).m == 64);
+  }
   // Every family prunes something or keeps everything, but never keeps nothing.
   for_each_family(DefaultFamilies{}, []<class F>() {
     CAPTURE(F::name);
@@ -263,6 +300,17 @@ TEST_CASE("table: names are unique, stable, readable and null-terminated") {
                              "ktune_gemm_sm80_simt_f32_nt_128x128x16_w32x64_s3_a1"}) {
     CAPTURE(n);
     CHECK(gemm_table().find(n) != nullptr);
+  }
+  // Swap AB: the schedule is part of the name (tiles in the swapped orientation).
+  for (std::string_view n : {"ktune_gemm_sm90_wgmma_bf16_tn_swap_64x112x64_w64x112_s9_a8",
+                             "ktune_gemm_sm90_wgmma_f16_tn_swap_64x112x64_w64x112_s9_a8",
+                             "ktune_gemm_sm90_wgmma_bf16_tn_swap_128x96x64_w64x96_s7_a8",
+                             "ktune_gemm_sm90_wgmma_f16_tn_swap_128x96x64_w64x96_s7_a8"}) {
+    CAPTURE(n);
+    const GemmKernelEntry* e = gemm_table().find(n);
+    REQUIRE(e != nullptr);
+    CHECK(e->config.schedule == WgSchedule::swap_ab);
+    CHECK((e->workspace_size == nullptr));  // no split-K / stream-K
   }
   // Pruned ones are absent.
   CHECK(gemm_table().find("ktune_gemm_sm80_f16_tn_128x256x32_w32x64_s4_a8") == nullptr);

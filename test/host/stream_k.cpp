@@ -227,7 +227,7 @@ TEST_CASE("stream-K: workspace, names, option checks") {
   for (const GemmKernelEntry& x : gemm_table().entries())
     if (is_wgmma(x.config.math) && !is_route(x)) {
       CAPTURE(x.name);
-      CHECK(supports_stream_k(x.config) == (x.config.warp.m * x.config.warp.n <= 64 * 128));
+      CHECK(supports_stream_k(x.config) == (x.config.warp.m * x.config.warp.n <= 64 * 128 && !is_swap_ab(x.config)));
       if (!supports_stream_k(x.config)) {
         ++big;
         CHECK(check_launch_options(x, sk).code() == StatusCode::unsupported);

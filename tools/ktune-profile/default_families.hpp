@@ -12,7 +12,8 @@ using DefaultFamilies =
     std::tuple<families::Sm80MmaF16, families::Sm80MmaF16Deep, families::Sm80MmaF16Small, families::Sm80MmaF16SmallM, families::Sm80MmaF16SmallM32,
                families::Sm80MmaF16Unaligned, families::Sm80MmaTf32,
                families::Sm80MmaTf32Unaligned, families::Sm80SimtF32, families::Sm90WgmmaF16, families::Sm90WgmmaF16Small,
-               families::Sm90WgmmaF16PingPong, families::Sm90WgmmaF16N64, families::Sm90WgmmaF16N64Deep, families::Sm90WgmmaTf32,
+               families::Sm90WgmmaF16PingPong, families::Sm90WgmmaF16N64, families::Sm90WgmmaF16N64Deep, families::Sm90WgmmaF16Swap,
+               families::Sm90WgmmaF16Swap2Wg, families::Sm90WgmmaTf32,
                families::Sm90WgmmaTf32PingPong>;
 
 }  // namespace ktune::profile

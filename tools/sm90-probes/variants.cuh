@@ -12,7 +12,8 @@
 //             name's tile and warp shape are in that SWAPPED orientation: _swap_64x112x64_w64x112_ is 64
 //             along our N (output channels) x 112 along our M (wgmma N = 112 runs along M, which the
 //             unswapped kernel can only tile by 64s); the epilogue stores the tile transposed. 'tn' bf16/f16
-//             with 16-bit D, identity or bias+ReLU only (the launch refuses anything else), no split-K.
+//             with 16-bit D, any built-in epilogue (can_implement refuses the rest), no split-K or clusters.
+//             Default families since then: gemm/families.hpp Sm90WgmmaF16Swap / Swap2Wg.
 #pragma once
 #include <string_view>
 
@@ -20,9 +21,17 @@
 
 namespace ktune::probes {
 
+// SwapAB marks the configuration itself (WgSchedule::swap_ab, as the default families
+// Sm90WgmmaF16Swap/Swap2Wg do), so the constraint model's swap_ab_operands rule and can_implement's
+// checks (dispatch.hpp: swap_ab_implements) apply to the probe too.
+constexpr GemmConfig with_swap_ab(GemmConfig c, bool swap) {
+  if (swap) c.schedule = WgSchedule::swap_ab;
+  return c;
+}
+
 template <GemmConfig Cfg, bool PingPong, bool TmaStore = false, bool Tf32Map = true, bool SwapAB = false>
 struct Variant {
-  static constexpr GemmConfig value = Cfg;
+  static constexpr GemmConfig value = with_swap_ab(Cfg, SwapAB);
   static constexpr bool pingpong = PingPong;
   static constexpr bool tma_store = TmaStore;
   static constexpr bool tma_tf32 = Tf32Map;

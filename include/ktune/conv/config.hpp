@@ -190,8 +190,10 @@ constexpr ConvVerdict validate(const ConvConfig& c, const ArchTraits& arch) {
   if (c.iterator == ConvIterator::stem) return validate_stem(c);
   if (const Verdict gv = validate(g, arch); !gv.ok()) return ConvVerdict{ConvRule::gemm, gv, 0, 0};
   // Hopper iterators load whole tiles with TMA: the GEMM's sm90 rules (swizzle rows, TMA boxes, 16-byte
-  // alignment, shared memory, registers) are all there is.
-  if (is_sm90_iterator(c.iterator)) return {};
+  // alignment, shared memory, registers) are all there is. Swap AB (the GEMM's transposed problem) runs
+  // on the gemm1x1 route only: the im2col producer loads A as the kernel's A.
+  if (is_sm90_iterator(c.iterator))
+    return conv_require(c.iterator == ConvIterator::gemm1x1 || !is_swap_ab(g), ConvRule::math, 0, 0);
   const int chunk = conv_chunk_elems(c);
   if (c.iterator == ConvIterator::optimized)
     if (auto v = conv_require(g.align == chunk, ConvRule::iterator_vector, g.align, chunk); !v.ok()) return v;

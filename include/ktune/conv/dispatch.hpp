@@ -82,6 +82,7 @@ inline Status check_conv_launch_options(const ConvLaunchOptions& o) {
 // won only on 7x7 3x3 512->512 (128x128 @split4p 33.9 us vs 40.6 for the best whole-K instance) and tied on
 // 7x7 2048->512; the tail on the other optimized tiles cost ~11 s of CPU in conv_sm80.cu (83 -> 72 s).
 constexpr bool conv_supports_split_k(const ConvConfig& c) {
+  if (is_swap_ab(c.gemm)) return false;  // (the GEMM's swap-AB instances: gemm/split_k_support.hpp)
   return c.iterator == ConvIterator::gemm1x1 || c.iterator == ConvIterator::tma_im2col ||
          (c.iterator == ConvIterator::optimized && c.gemm.tile.m == 128 && c.gemm.tile.n == 128);
 }
@@ -159,6 +160,9 @@ inline Status can_implement(const ConvKernelEntry& e, const Conv2dDesc& d, const
         return error(StatusCode::unsupported, "gemm1x1 needs stride 1, problem has stride " + n(d.stride_h) + "x" + n(d.stride_w));
       if (d.pad_h != 0 || d.pad_w != 0)
         return error(StatusCode::unsupported, "gemm1x1 needs no padding, problem has " + n(d.pad_h) + "x" + n(d.pad_w));
+      if (is_swap_ab(c.gemm) && d.out_type != DType::f16 && d.out_type != DType::bf16)  // (dispatch.hpp: swap_ab_implements)
+        return error(StatusCode::unsupported, "swap-AB gemm1x1 instance: 16-bit y (and bias, residual) only, problem has " +
+                                                  std::string(to_string(d.out_type)) + " y");
       [[fallthrough]];
     case ConvIterator::tma_im2col:
       if (d.c % c.gemm.align != 0)
@@ -283,7 +287,11 @@ inline int conv_tile_mismatch(const ConvConfig& c, const Conv2dDesc& d, const De
 // Efficiencies follow the warp tile's operand reuse, calibrated on the sm90 GEMM (H200, 4096^3:
 // 256x128 with 128x128 warpgroup tiles 721 TF/s, 128x128 with 64x128 595 TF/s); 64x64 and the
 // one-consumer tile are estimates. A model, not a measurement: no conv timing of these tiles exists yet.
+// Swap-AB tiles (Sm90ConvGemm1x1Swap): 0.7, from their GEMM timings (1568x512x2048 64x112 1.07x
+// cuBLASLt where the best default instance ran 0.89x; 6272x256x1024 128x96 0.99x vs 0.84x), so that they
+// lead where their tiles fit one wave and the default tiles do not.
 inline double sm90_conv_efficiency(const GemmConfig& g) {
+  if (is_swap_ab(g)) return 0.7;
   const double reuse = double(g.warp.m) * g.warp.n / double(g.warp.m + g.warp.n);  // 32, 42.7, 51.2, 64
   const double eff = reuse >= 64 ? 1.0 : reuse >= 51 ? 0.9 : reuse >= 42 ? 0.82 : 0.6;
   return g.consumer_warpgroups() == 1 ? 0.85 * eff : eff;
@@ -304,7 +312,8 @@ inline double sm90_conv_k_tiles(const ConvKernelEntry& e, const Conv2dDesc& d) {
 inline double sm90_conv_cost(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
   const GemmConfig& g = e.config.gemm;
   const ConvShape s = conv_shape(d);
-  const double tiles = std::ceil(double(s.m) / g.tile.m) * std::ceil(double(d.k) / g.tile.n);
+  const TileShape pt = problem_tile(g);  // (swap AB: the tile in the problem's orientation)
+  const double tiles = std::ceil(double(s.m) / pt.m) * std::ceil(double(d.k) / pt.n);
   const int per_sm = sm90_conv_ctas_per_sm(e, dev);
   const double slots = double(std::max(1, dev.sm_count)) * per_sm;
   const double rounds = std::ceil(tiles / slots);

@@ -23,11 +23,14 @@ struct ConvIteratorSpec {
 };
 
 // A threadblock tile with its warp tile (listed as pairs: only sensible pairs are instantiated) and,
-// optionally, its own stage count (0: every entry of the family's stages[]).
+// optionally, its own stage count (0: every entry of the family's stages[]) and the Hopper GEMM's
+// consumer schedule (gemm1x1: WgSchedule::swap_ab runs the transposed GEMM, the tile in that swapped
+// orientation).
 struct ConvBlockShape {
   TileShape tile;
   WarpShape warp;
   int stages = 0;
+  WgSchedule schedule = WgSchedule::cooperative;
 };
 
 // Block × stage combinations of a family: a block with its own stage count contributes one.
@@ -56,7 +59,7 @@ constexpr std::array<ConvCandidate, conv_family_size<F>> enumerate_conv_family()
         for (int s : F::stages) {
           if (b.stages != 0 && s != F::stages[0]) continue;  // the block's own count, once
           ConvConfig c{GemmConfig{F::arch.cc, m, Layout::row, Layout::col, b.tile, b.warp, b.stages != 0 ? b.stages : s,
-                                  it.align},
+                                  it.align, b.schedule},
                        it.kind, it.channels};
           out[i++] = {c, validate(c, F::arch)};
         }

@@ -129,8 +129,9 @@ inline bool parse_conv_launch_suffix(std::string_view s, ConvLaunchOptions& out,
 // Output tiles of an instance on a problem (rows × columns of the implicit GEMM's tile grid).
 inline void conv_tile_grid(const ConvKernelEntry& e, const Conv2dDesc& d, double& rows, double& cols) {
   const ConvShape s = conv_shape(d);
-  rows = std::ceil(double(s.m) / std::max(1, e.config.gemm.tile.m));
-  cols = std::ceil(double(d.k) / std::max(1, e.config.gemm.tile.n));
+  const TileShape pt = problem_tile(e.config.gemm);  // (swap AB: the tile in the problem's orientation)
+  rows = std::ceil(double(s.m) / std::max(1, pt.m));
+  cols = std::ceil(double(d.k) / std::max(1, pt.n));
 }
 
 // Estimated time of a Hopper conv instance (gemm1x1, tma_im2col) with its K split `splits` ways, in
@@ -242,7 +243,7 @@ inline std::vector<ConvLaunchOptions> conv_cluster_k_variants(const ConvKernelEn
 // 14², 28² and 56² layers and on 7² 512→2048 (8 k-tiles): e.g. 14² 1024→256 128x128 10.65 vs 10.15.
 inline std::vector<ConvLaunchOptions> conv_multicast_variants(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
   std::vector<ConvLaunchOptions> out;
-  if (!is_sm90_iterator(e.config.iterator)) return out;
+  if (!is_sm90_iterator(e.config.iterator) || is_swap_ab(e.config.gemm)) return out;  // (swap AB: no clusters)
   double rows = 0, cols = 0;
   conv_tile_grid(e, d, rows, cols);
   const double pair_dim = sm90_pairs_along_m(e.config.gemm) ? rows : cols;

@@ -84,9 +84,9 @@ struct Builtin {
     combine(p, v, n, c, cv, b, bv, r, rv);
   }
 
- private:
   // v = act(alpha·v + beta·cv + bv + rv), then clamp; only the operands that are there (flags as
-  // booleans, not null pointers to the arrays, so the arrays stay in registers).
+  // booleans, not null pointers to the arrays, so the arrays stay in registers). Public for kernels that
+  // gather the operands themselves (the sm90 swap-AB store: C and the residual at transposed positions).
   __device__ __forceinline__ static void combine(const Params& p, float* v, int n, bool c, const float (&cv)[4], bool b,
                                                  const float (&bv)[4], bool r, const float (&rv)[4]) {
 #pragma unroll
@@ -112,6 +112,7 @@ struct Builtin {
     }
   }
 
+ private:
   // Elements [offset, offset + n) of an array of type t, as floats.
   __device__ __forceinline__ static void load4(DType t, const void* base, std::int64_t offset, int n, float (&out)[4]) {
     switch (t) {

@@ -24,8 +24,11 @@ struct WarpShape {  // per-warp tile WM×WN (wgmma instances: per consumer warpg
 // How the consumer warpgroups of a wgmma (sm90) instance share the block's tiles. Cooperative: the
 // block tile is split into `warp` tiles, one per consumer warpgroup, all computed together. Ping-pong:
 // two consumer warpgroups take turns on whole tiles (`warp` = the block tile), so one's epilogue runs
-// under the other's mainloop. Other instances are cooperative.
-enum class WgSchedule : unsigned char { cooperative, pingpong };
+// under the other's mainloop. Swap AB: cooperative consumers on the transposed problem D^T = B·A^T (the
+// launcher swaps A and B, M and N; the epilogue stores the tile transposed into D), so the instance's
+// tile and warp shapes are in that swapped orientation: tile.m runs along the problem's N, tile.n along
+// its M (problem_tile). 'tn' 16-bit operands only (rule swap_ab_operands). Other instances are cooperative.
+enum class WgSchedule : unsigned char { cooperative, pingpong, swap_ab };
 
 struct GemmConfig {
   int arch_cc = 80;                  // lowest architecture the instance is built and pruned for
@@ -56,6 +59,14 @@ struct GemmConfig {
   friend constexpr bool operator==(const GemmConfig&, const GemmConfig&) = default;
 };
 
+// Does the instance run the transposed problem (WgSchedule::swap_ab)?
+constexpr bool is_swap_ab(const GemmConfig& c) { return c.schedule == WgSchedule::swap_ab; }
+// The block tile in the problem's orientation (BM along M, BN along N): a swap-AB instance's tile is
+// named and computed in the swapped orientation (tile.m along N, tile.n along M).
+constexpr TileShape problem_tile(const GemmConfig& c) {
+  return is_swap_ab(c) ? TileShape{c.tile.n, c.tile.m, c.tile.k} : c.tile;
+}
+
 constexpr std::string_view math_short_name(MathOp m) {
   switch (m) {
     case MathOp::simt_f32: return "simt_f32";
@@ -70,7 +81,8 @@ constexpr std::string_view math_short_name(MathOp m) {
 }
 
 // Stable, readable instance name, e.g. ktune_gemm_sm80_bf16_tn_128x256x32_w64x64_s4_a8 (ping-pong sm90
-// instances: ..._tn_pp_128x128x64_...).
+// instances: ..._tn_pp_128x128x64_...; swap-AB ones ..._tn_swap_64x112x64_..., the tile in the swapped
+// orientation).
 // Names are part of the public interface (tuning caches and users refer to them): never reorder.
 using InstanceName = FixedString<80>;
 constexpr InstanceName instance_name(const GemmConfig& c) {
@@ -78,6 +90,7 @@ constexpr InstanceName instance_name(const GemmConfig& c) {
   s.append("ktune_gemm_sm").append(c.arch_cc).append('_').append(math_short_name(c.math)).append('_');
   s.append(layout_letter(c.a_layout)).append(layout_letter(c.b_layout)).append('_');
   if (c.schedule == WgSchedule::pingpong) s.append("pp_");
+  if (c.schedule == WgSchedule::swap_ab) s.append("swap_");
   s.append(c.tile.m).append('x').append(c.tile.n).append('x').append(c.tile.k);
   s.append("_w").append(c.warp.m).append('x').append(c.warp.n);
   s.append("_s").append(c.stages).append("_a").append(c.align);

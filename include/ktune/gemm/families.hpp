@@ -228,6 +228,48 @@ struct Sm90WgmmaF16N64Deep {
   static constexpr int aligns[] = {8};
 };
 
+// Swap AB (WgSchedule::swap_ab): the kernel runs the transposed problem D^T = B·A^T (the launcher
+// exchanges A and B, M and N; the epilogue stores each tile transposed into row-major D), so the TILE AND
+// WARP SHAPES ARE IN THE SWAPPED ORIENTATION: 64x112x64 is 64 of our N (output channels) x 112 of our M,
+// wgmma N = 112 running along M, which the unswapped kernel can only tile in 64s or 128s. For short-M-by-N
+// problems whose swapped tiles fit one wave. H200, paired with cuBLASLt on the same data, bf16 'tn'
+// (tools/sm90-probes, 29177a5; edge tiles, unaligned D rows, compute-sanitizer memcheck/racecheck clean):
+// 1568x512x2048 (ResNet-50 7x7 2048->512 as a GEMM) 64x112 s9 1.07x cuBLASLt, identity and bias+ReLU,
+// where the best default instance ran 0.89x. Clusters of 2 made the swap tiles slower (0.70-1.03x): none
+// (check_launch_options). 'tn' f16/bf16 only (rule swap_ab_operands), 16-bit D, every built-in epilogue
+// (dispatch.hpp: swap_ab_implements); no split-K, stream-K or clusters. One consumer warpgroup, 9 stages.
+// Its own family: Sm90WgmmaF16Swap2Wg's 128x96 tile takes 7 stages, and in one product this tile would
+// also get 7 (a valid but unmeasured instance: build time).
+struct Sm90WgmmaF16Swap {
+  static constexpr std::string_view name = "sm90_wgmma_f16_swap";
+  static constexpr const ArchTraits& arch = sm90;
+  static constexpr MathOp maths[] = {wgmma_f16, wgmma_bf16};
+  static constexpr Layout a_layouts[] = {row};
+  static constexpr Layout b_layouts[] = {col};
+  static constexpr TileShape tiles[] = {{64, 112, 64}};
+  static constexpr WarpShape warps[] = {{64, 112}};
+  static constexpr int stages[] = {9};
+  static constexpr int aligns[] = {8};
+  static constexpr WgSchedule schedules[] = {WgSchedule::swap_ab};
+};
+
+// Swap AB with two cooperative consumer warpgroups: 128x96x64 in the swapped orientation (128 of our N x
+// 96 of our M, two 64x96 warpgroup tiles), 7 stages. H200, bf16 'tn' 6272x256x1024 (ResNet-50 L10 as a
+// GEMM), paired with cuBLASLt: 0.99x with bias+ReLU, 0.96x identity, where the best default instance ran
+// 0.84x. Same restrictions as Sm90WgmmaF16Swap.
+struct Sm90WgmmaF16Swap2Wg {
+  static constexpr std::string_view name = "sm90_wgmma_f16_swap_2wg";
+  static constexpr const ArchTraits& arch = sm90;
+  static constexpr MathOp maths[] = {wgmma_f16, wgmma_bf16};
+  static constexpr Layout a_layouts[] = {row};
+  static constexpr Layout b_layouts[] = {col};
+  static constexpr TileShape tiles[] = {{128, 96, 64}};
+  static constexpr WarpShape warps[] = {{64, 96}};
+  static constexpr int stages[] = {7};
+  static constexpr int aligns[] = {8};
+  static constexpr WgSchedule schedules[] = {WgSchedule::swap_ab};
+};
+
 // Hopper tf32 on fp32 operands: the same kernel as Sm90WgmmaF16 with wgmma m64nNk8 .tf32 and BK = 32
 // (one 128-byte swizzle row of fp32). wgmma reads 32-bit operands K-major only, so only 'tn' (A
 // row-major, B column-major) survives the constraint model (rule wgmma_k_major); the other layouts stay

@@ -45,8 +45,17 @@ inline double route_cost(const GemmKernelEntry& e, const GemmDesc& d) {
 // ranked low (0.4) so the analytic pick stays what it was on every default shape until H200 numbers set
 // the rate (the tuner still times them: its top 48).
 inline constexpr double sm90_n64_tile_rate = 0.4;
+// Swap-AB tiles (Sm90WgmmaF16Swap/Swap2Wg: 64x112 and 128x96 in the swapped orientation), H200 paired with
+// cuBLASLt, bf16 'tn': 1568x512x2048 64x112 1.07x (the best default instance 0.89x), 6272x256x1024 128x96
+// 0.99x bias+ReLU / 0.96x identity (best default 0.84x). Both were one wave of their tiles; per unit of
+// padded work they ran about as fast as the default 128x128 tiles do on full-GPU shapes: 0.9, so that on
+// small-M-by-N problems their finer tiles (less padding, more of the 132 multiprocessors busy) rank them
+// first, and on large square ones (4096^3: many waves, where they were never measured) the 128x256 /
+// 256x128 / ping-pong tiles stay ahead.
+inline constexpr double sm90_swap_tile_rate = 0.9;
 inline double sm90_tile_rate(const GemmConfig& c) {
   if (!is_wgmma(c.math)) return 1.0;
+  if (c.schedule == WgSchedule::swap_ab) return sm90_swap_tile_rate;
   if (c.warp.n < 128) return sm90_n64_tile_rate;
   if (c.consumer_warpgroups() < 2) return 0.85;
   if (c.tile.m == 128 && c.tile.n == 128) return c.schedule == WgSchedule::pingpong ? 1.0 : 0.95;
@@ -74,7 +83,8 @@ inline double sm90_short_k_store_rate(const GemmConfig& c, const GemmDesc& d) {
 // Relative cost (lower is better; arbitrary units proportional to time).
 inline double heuristic_cost(const GemmKernelEntry& e, const GemmDesc& d, const DeviceInfo& dev) {
   const GemmConfig& c = e.config;
-  const double tiles = std::ceil(double(d.m) / c.tile.m) * std::ceil(double(d.n) / c.tile.n);
+  const TileShape pt = problem_tile(c);  // (swap AB: the tile in the problem's orientation)
+  const double tiles = std::ceil(double(d.m) / pt.m) * std::ceil(double(d.n) / pt.n);
   const double slots = double(std::max(1, dev.sm_count)) * blocks_per_sm(e.resources, dev);
   const double waves = std::ceil(tiles / slots);
   // Per-tile time ∝ its padded work over its efficiency: bigger warp tiles reuse fragments better,

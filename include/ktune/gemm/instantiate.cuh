@@ -19,7 +19,10 @@ struct FamilyConfig {
 template <class F, std::size_t I>
 GemmKernelEntry make_entry() {
   using Cfg = FamilyConfig<F, I>;
-  if constexpr (is_wgmma(Cfg::value.math))  // Hopper: TMA + wgmma, warp-specialized (kernel/sm90/)
+  if constexpr (is_swap_ab(Cfg::value))  // Hopper, transposed problem: no workspace (no split-K or stream-K)
+    return GemmKernelEntry{Cfg::name.view(), F::name, Cfg::value, estimate_resources(Cfg::value),
+                           &kernel::sm90::launch_builtin<Cfg>, &kernel::sm90::attributes_of<Cfg>, nullptr};
+  else if constexpr (is_wgmma(Cfg::value.math))  // Hopper: TMA + wgmma, warp-specialized (kernel/sm90/)
     return GemmKernelEntry{Cfg::name.view(), F::name, Cfg::value, estimate_resources(Cfg::value),
                            &kernel::sm90::launch_builtin<Cfg>, &kernel::sm90::attributes_of<Cfg>,
                            &kernel::sm90::workspace_size_of<Cfg>};

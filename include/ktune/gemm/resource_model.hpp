@@ -206,16 +206,27 @@ constexpr int sm90_mn_major_operands_unsupported(const GemmConfig& c) {
 // The wgmma m64nNk* wrappers kernel/sm90/wgmma.cuh has (the instruction takes N = 8..256 in steps of 8
 // for f16/bf16, but each N needs its own inline-asm operand list): N = 64, 128, 192, 256 for every math,
 // and 96, 112 for f16/bf16 (non-power-of-two tiles such as cuBLASLt's 64x112 / 128x96 on short-M GEMMs;
-// only the probes instantiate them, tools/sm90-probes).
+// the swap-AB families Sm90WgmmaF16Swap/Swap2Wg and the probes, tools/sm90-probes).
 constexpr bool sm90_wgmma_n_available(MathOp m, int n) {
   if (n == 64 || n == 128 || n == 192 || n == 256) return true;
   return (n == 96 || n == 112) && (m == MathOp::wgmma_f16 || m == MathOp::wgmma_bf16);
+}
+
+// Swap AB (WgSchedule::swap_ab, kernel/sm90/kernel.cuh): the launcher hands the kernel A' = B and B' = A,
+// which its TMA maps and wgmma descriptors read K-major ('tn'), with 16-bit operands (the transposed
+// store, epilogue.cuh store_tile_swapped, writes 16-bit D), on cooperative consumers (the schedule itself:
+// never ping-pong) and on the wgmma kernel only. How many of these a configuration breaks (0 = fine).
+constexpr int swap_ab_violations(const GemmConfig& c) {
+  if (c.schedule != WgSchedule::swap_ab) return 0;
+  return int(!is_wgmma(c.math)) + int(c.a_layout != Layout::row || c.b_layout != Layout::col) +
+         int(c.math != MathOp::wgmma_f16 && c.math != MathOp::wgmma_bf16 && is_wgmma(c.math));
 }
 
 // The sm90 (TMA + wgmma, warp-specialized) constraints, in the order they are checked.
 constexpr Verdict validate_sm90(const GemmConfig& c, const ArchTraits& arch) {
   const int es = size_of(c.operand());
   if (auto v = require(arch.has_wgmma, Rule::math_needs_arch, arch.cc, 90); !v.ok()) return v;
+  if (auto v = require(swap_ab_violations(c) == 0, Rule::swap_ab_operands, swap_ab_violations(c), 0); !v.ok()) return v;
   if (auto v = require(sm90_mn_major_operands_unsupported(c) == 0, Rule::wgmma_k_major, sm90_mn_major_operands_unsupported(c), 0); !v.ok()) return v;
   // One k-tile row is one 128-byte swizzle row: BK = 64 for 16-bit operands, 32 for fp32 (tf32).
   if (auto v = require(c.tile.k * es == smem_layout::sm90_swizzle_bytes, Rule::swizzle_row_bytes, c.tile.k * es, smem_layout::sm90_swizzle_bytes); !v.ok()) return v;
@@ -265,6 +276,7 @@ constexpr int target_blocks_per_sm(const GemmConfig& c, const ArchTraits& arch =
 // The named constraints, in the order they are checked. The first violated one is the reason.
 constexpr Verdict validate(const GemmConfig& c, const ArchTraits& arch) {
   if (is_wgmma(c.math)) return validate_sm90(c, arch);
+  if (auto v = require(swap_ab_violations(c) == 0, Rule::swap_ab_operands, swap_ab_violations(c), 0); !v.ok()) return v;
   if (auto v = require(c.schedule == WgSchedule::cooperative, Rule::pingpong_whole_tile, c.warps_m() * c.warps_n(), 0); !v.ok()) return v;
   const bool simt = c.math == MathOp::simt_f32;
   const InstrShape is = instr_shape(c.math);

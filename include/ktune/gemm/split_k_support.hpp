@@ -20,7 +20,10 @@ constexpr bool large_aligned_16bit_tile(const GemmConfig& c) {
 // Instances whose kernel takes split_k > 1: the sm80 mma.sync ones but the large aligned 16-bit tiles
 // (SIMT instances run at their 128-register cap, where the split-K epilogue spills), and every wgmma
 // instance (its persistent kernel walks (tile, k-slice) units: kernel/sm90/split_k.cuh).
+// Swap-AB instances take none of split-K, stream-K or cluster split-K (their transposed store is the
+// only epilogue path they have: kernel/sm90/kernel.cuh).
 constexpr bool supports_split_k(const GemmConfig& c) {
+  if (c.schedule == WgSchedule::swap_ab) return false;
   return is_wgmma(c.math) || (uses_tensor_cores(c.math) && !large_aligned_16bit_tile(c));
 }
 
@@ -67,6 +70,8 @@ inline constexpr int max_split_cluster = 16;
 // (64x256, 128x128 warpgroup tiles) the piece's role held across the mainloop and the fixup's branch
 // made ptxas spill 2 registers (68-76 bytes of spill stores per kernel, session 6), as serial split-K
 // did (supports_serial_split_k): compiled out there, and the launcher refuses it.
-constexpr bool supports_stream_k(const GemmConfig& c) { return is_wgmma(c.math) && c.warp.m * c.warp.n <= 64 * 128; }
+constexpr bool supports_stream_k(const GemmConfig& c) {
+  return is_wgmma(c.math) && c.warp.m * c.warp.n <= 64 * 128 && c.schedule != WgSchedule::swap_ab;
+}
 
 }  // namespace ktune

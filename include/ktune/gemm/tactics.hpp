@@ -168,8 +168,10 @@ namespace detail {
 inline void add_variant(std::vector<GemmLaunchOptions>& v, const GemmLaunchOptions& o) {
   if (std::none_of(v.begin(), v.end(), [&](const GemmLaunchOptions& x) { return same_launch(x, o); })) v.push_back(o);
 }
+// (In the kernel's orientation: a swap-AB instance's rows run along the problem's N.)
 inline std::int64_t tiles_of(const GemmConfig& c, const GemmDesc& d, std::int64_t* tiles_m = nullptr) {
-  const std::int64_t tm = (d.m + c.tile.m - 1) / c.tile.m, tn = (d.n + c.tile.n - 1) / c.tile.n;
+  const std::int64_t km = is_swap_ab(c) ? d.n : d.m, kn = is_swap_ab(c) ? d.m : d.n;
+  const std::int64_t tm = (km + c.tile.m - 1) / c.tile.m, tn = (kn + c.tile.n - 1) / c.tile.n;
   if (tiles_m) *tiles_m = tm;
   return tm * tn;
 }
@@ -195,8 +197,9 @@ inline std::vector<GemmLaunchOptions> launch_variants(const GemmKernelEntry& e, 
 #endif
   std::int64_t tiles_m = 0;
   const std::int64_t tiles = detail::tiles_of(e.config, d, &tiles_m);
-  // sm90: a cluster of 2 CTAs shares one operand by TMA multicast; it needs two tiles to pair.
-  if (is_wgmma(e.config.math) && dev.cc == 90 && tiles >= 2) {
+  // sm90: a cluster of 2 CTAs shares one operand by TMA multicast; it needs two tiles to pair. Not for
+  // swap-AB instances (check_launch_options refuses them: slower on the H200, 0.70-1.03x).
+  if (is_wgmma(e.config.math) && dev.cc == 90 && tiles >= 2 && !is_swap_ab(e.config)) {
     GemmLaunchOptions o;
     o.cluster = 2;
     detail::add_variant(v, o);

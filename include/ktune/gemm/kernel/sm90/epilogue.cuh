@@ -387,13 +387,17 @@ __device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params
   }
 }
 
-// ---- swap_ab (kernel.cuh: Sm90Schedule::swap_ab; probes only) ------------------------------------------
+// ---- swap_ab (kernel.cuh: Sm90Schedule::swap_ab; families Sm90WgmmaF16Swap/Swap2Wg, probes) -------------
 // The kernel computed D^T: accumulator row i (kernel row, p.m = our N) is D's column, accumulator column
 // j (kernel column, p.n = our M) is D's row, so element (i, j) goes to D[j][i] (row-major D, p.ldd). Per
-// m64 block the warp's 16-row band (rows rb..rb+15) is a 16-column strip of D. Each lane adds the bias of
-// its two rows (g, g + 8: the bias is indexed by the accumulator row = our output channel), applies the
-// ReLU and writes its 16-bit values transposed into the warp's staging, `cols` accumulator columns at a
-// time ([j][i], 16 values + 8 pad per row: the 2-byte writes of a warp instruction hit distinct words);
+// m64 block the warp's 16-row band (rows rb..rb+15) is a 16-column strip of D. Each lane applies the
+// epilogue to its values in registers: identity or bias + ReLU (what the H200 measured) as before; any
+// other built-in epilogue through Builtin::combine (alpha, beta·C, bias, residual, the activation, clamp:
+// the same per-element code as every other kernel), C and the residual read element by element at D's
+// positions (row j, column i; inside D only). The bias is indexed by the accumulator row (g, g + 8: our
+// output channel). The lane then writes its 16-bit values transposed into the warp's staging, `cols`
+// accumulator columns at a time ([j][i], 16 values + 8 pad per row: the 2-byte writes of a warp
+// instruction hit distinct words);
 // then every lane stores one 16-byte vector (8 columns of one D row) per 16 staged rows, predicated on
 // both edges (partial vectors element by element; unaligned D element by element as well).
 template <class T>
@@ -417,6 +421,9 @@ __device__ __forceinline__ void store_tile_swapped(const GemmParams<epilogue::Bu
   auto* stage = reinterpret_cast<std::uint16_t*>(staging);
   const TOut* B = static_cast<const TOut*>(p.ep.bias);
   const bool relu = p.ep.activation == Activation::relu;
+  // The measured fast path (identity, bias, ReLU), else the whole built-in epilogue (warp-uniform).
+  const bool general = p.ep.alpha != 1.0f || p.ep.beta != 0.0f || p.ep.residual != nullptr || p.ep.clamp ||
+                       (p.ep.activation != Activation::none && !relu);
   auto* D = static_cast<std::uint16_t*>(p.d);
   const bool vec = ((reinterpret_cast<std::uintptr_t>(D) | static_cast<std::uintptr_t>(p.ldd) * 2u) & 15u) == 0;
 #pragma unroll
@@ -436,12 +443,37 @@ __device__ __forceinline__ void store_tile_swapped(const GemmParams<epilogue::Bu
 #pragma unroll
       for (int jj = 0; jj < cols / 8; ++jj) {
         const int j = ch * (cols / 8) + jj;  // the accumulators' 8-column group
-        float v[4] = {acc[mi][4 * j] + b_lo, acc[mi][4 * j + 1] + b_lo, acc[mi][4 * j + 2] + b_hi, acc[mi][4 * j + 3] + b_hi};
-        if (relu) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) v[e] = fmaxf(v[e], 0.0f);
-        }
         const int c = 8 * jj + 2 * t;  // staged row (accumulator column within the chunk)
+        float v[4];
+        if (!general) {
+          v[0] = acc[mi][4 * j] + b_lo;
+          v[1] = acc[mi][4 * j + 1] + b_lo;
+          v[2] = acc[mi][4 * j + 2] + b_hi;
+          v[3] = acc[mi][4 * j + 3] + b_hi;
+          if (relu) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[e] = epilogue::relu(v[e]);
+          }
+        } else {
+          // Element e: accumulator (rb + g + 8·(e / 2), cb + c + e % 2) = D[cb + c + e % 2][rb + g + 8·(e / 2)].
+          v[0] = acc[mi][4 * j];
+          v[1] = acc[mi][4 * j + 1];
+          v[2] = acc[mi][4 * j + 2];
+          v[3] = acc[mi][4 * j + 3];
+          const float bv[4] = {b_lo, b_lo, b_hi, b_hi};
+          float cv[4] = {0.0f, 0.0f, 0.0f, 0.0f}, rv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          const bool has_c = p.ep.beta != 0.0f, has_r = p.ep.residual != nullptr;
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int drow = cb + c + (e & 1), dcol = rb + g + 8 * (e >> 1);
+            if (drow < p.n && dcol < p.m) {
+              if (has_c) cv[e] = epilogue::to_float(static_cast<const TOut*>(p.ep.c)[static_cast<std::int64_t>(drow) * p.ep.ldc + dcol]);
+              if (has_r)
+                rv[e] = epilogue::to_float(static_cast<const TOut*>(p.ep.residual)[static_cast<std::int64_t>(drow) * p.ep.ldr + dcol]);
+            }
+          }
+          epilogue::Builtin::combine(p.ep, v, 4, has_c, cv, B != nullptr, bv, has_r, rv);
+        }
         stage[c * stride + g] = bits16<TOut>(v[0]);
         stage[(c + 1) * stride + g] = bits16<TOut>(v[1]);
         stage[c * stride + g + 8] = bits16<TOut>(v[2]);

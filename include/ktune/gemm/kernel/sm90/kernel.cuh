@@ -48,12 +48,15 @@ namespace ktune::kernel::sm90 {
 //     buffers for the asynchronous TMA store (epilogue.cuh: store_tile_async, which every instance uses
 //     for 16-bit D with 16-byte aligned rows and the identity or fragment epilogue; the instances' own
 //     staging is the resource model's sm90_warp_staging_bytes: 2 to 8 buffers).
-//   swap_ab (CfgT::swap_ab, probes only; cooperative, 'tn' f16/bf16, 16-bit D, identity or bias+ReLU):
+//   swap_ab (GemmConfig::schedule = WgSchedule::swap_ab: families Sm90WgmmaF16Swap/Swap2Wg, or
+//     CfgT::swap_ab for probes; cooperative, 'tn' f16/bf16, 16-bit D, the whole built-in epilogue):
 //     the kernel computes the transposed problem D^T (N x M) = B·A^T: the launcher hands it M' = N,
 //     N' = M, A' = our B, B' = our A (both K-major), so the instance's tile (and every kernel-side
 //     row/column) is in that swapped orientation; the epilogue (epilogue.cuh: store_tile_swapped) writes
-//     the accumulators transposed into row-major D, the bias indexed by the accumulator row (our N).
-//     No fragment epilogue, TMA store, wide store, split-K, stream-K or cluster split-K.
+//     the accumulators transposed into row-major D, the bias indexed by the accumulator row (our N), C and
+//     the residual read at the transposed positions. No fragment epilogue, TMA store, wide store,
+//     split-K, stream-K, cluster split-K or clusters (dispatch.hpp: swap_ab_implements,
+//     check_launch_options).
 // Each consumer warp has its own epilogue staging either way.
 struct Sm90Schedule {
   bool pingpong = false;
@@ -66,7 +69,8 @@ constexpr Sm90Schedule schedule_of() {
   s.pingpong = CfgT::value.schedule == WgSchedule::pingpong;
   if constexpr (requires { CfgT::pingpong; }) s.pingpong = s.pingpong || CfgT::pingpong;
   if constexpr (requires { CfgT::tma_store; }) s.tma_store = CfgT::tma_store;
-  if constexpr (requires { CfgT::swap_ab; }) s.swap_ab = CfgT::swap_ab;
+  s.swap_ab = CfgT::value.schedule == WgSchedule::swap_ab;
+  if constexpr (requires { CfgT::swap_ab; }) s.swap_ab = s.swap_ab || CfgT::swap_ab;
   return s;
 }
 // tf32 operands through a TFLOAT32 tensor map: the TMA rounds each fp32 element to tf32 on the way into
@@ -764,20 +768,14 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
                               "sm90 GEMM kernel launch (cluster of 2)", ta, tb, p, ds.map, ds.boxes, staged, ds.wide);
 }
 
-// swap_ab (probes): what the swapped kernel can run, checked before anything is launched: 'tn' f16/bf16,
-// 16-bit D, D = A·B or relu(A·B + bias) (alpha 1, beta 0, no residual or clamp), no split-K or stream-K.
+// swap_ab: what the swapped kernel can run, checked before anything is launched: the problem
+// (dispatch.hpp: swap_ab_implements, which can_implement applies too: 'tn' f16/bf16, 16-bit D, any
+// built-in epilogue) and the launch options (no split-K, stream-K or clusters: check_launch_options says
+// the same for table entries; probes' entries reach the launcher directly).
 inline Status check_swap_ab(const GemmDesc& d, const GemmLaunchOptions& opt) {
-  if (d.a_layout != Layout::row || d.b_layout != Layout::col)
-    return error(StatusCode::unsupported, "swap_ab probe: 'tn' only (row-major A, column-major B)");
-  if (d.ab_type != DType::f16 && d.ab_type != DType::bf16)
-    return error(StatusCode::unsupported, "swap_ab probe: f16/bf16 operands only");
-  if (d.d_type != DType::f16 && d.d_type != DType::bf16) return error(StatusCode::unsupported, "swap_ab probe: 16-bit D only");
-  const EpilogueSpec& e = d.epilogue;
-  if (e.alpha != 1.0f || e.beta != 0.0f || e.residual || e.clamp ||
-      (e.activation != Activation::none && e.activation != Activation::relu))
-    return error(StatusCode::unsupported, "swap_ab probe: identity or bias/ReLU epilogues only (alpha 1, beta 0, no residual, no clamp)");
-  if (opt.split_k > 1 || opt.stream_k) return error(StatusCode::unsupported, "swap_ab probe: no split-K or stream-K");
-  if (d.m > 0x7fffffff || d.n > 0x7fffffff || d.k > 0x7fffffff) return error(StatusCode::invalid_argument, "swap_ab probe: M, N, K must fit int");
+  KTUNE_RETURN_IF_ERROR(swap_ab_implements(d));
+  if (opt.split_k > 1 || opt.stream_k) return error(StatusCode::unsupported, "swap-AB instance: no split-K or stream-K");
+  if (opt.cluster == 2) return error(StatusCode::unsupported, "swap-AB instance: no clusters (cluster=2)");
   return {};
 }
 
