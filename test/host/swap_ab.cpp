@@ -218,3 +218,43 @@ TEST_CASE("swap AB: the conv gemm1x1 route's swap instances take 1x1 layers with
   }
   CHECK(seen == 4);
 }
+
+TEST_CASE("swap AB: the conv cost model puts the swap tiles first among the gemm1x1 instances on the 7x7 and 14x14 1x1 layers") {
+  const DeviceInfo dev = fake_h200();
+  auto layer = [](std::int64_t hw, std::int64_t c, std::int64_t k, DType t) {
+    Conv2dDesc d;
+    d.n = 32;
+    d.h = d.w = hw;
+    d.c = c;
+    d.k = k;
+    d.r = d.s = 1;
+    d.type = d.out_type = t;
+    d.epilogue = bias_activation(Activation::relu);
+    return d;
+  };
+  struct Want {
+    std::int64_t hw, c, k;
+    const char* tile;  // the swap tile the model ranks first ("" : a default tile may win)
+  };
+  for (DType t : {DType::f16, DType::bf16})
+    for (const Want& w : {Want{7, 2048, 512, "64x112x64"}, Want{14, 1024, 256, "128x96x64"}, Want{7, 512, 2048, ""},
+                          Want{56, 64, 256, ""}}) {
+      const Conv2dDesc d = layer(w.hw, w.c, w.k, t);
+      const ConvKernelEntry* best = nullptr;
+      for (const ConvKernelEntry& e : conv_table().entries())
+        if (e.config.iterator == ConvIterator::gemm1x1 && e.config.operand() == t &&
+            (best == nullptr || sm90_conv_cost(e, d, dev) < sm90_conv_cost(*best, d, dev)))
+          best = &e;
+      REQUIRE(best != nullptr);
+      CAPTURE(best->name);
+      CAPTURE(w.hw);
+      CAPTURE(w.k);
+      if (*w.tile != '\0') {
+        CHECK(is_swap_ab(best->config.gemm));
+        CHECK(best->name.find(w.tile) != std::string_view::npos);
+      } else if (w.hw == 56) {
+        CHECK_FALSE(is_swap_ab(best->config.gemm));  // 56x56 maps: many waves, the large tiles
+      }
+      MESSAGE("conv " << w.hw << "x" << w.hw << " " << w.c << "->" << w.k << " " << to_string(t) << ": " << best->name);
+    }
+}
