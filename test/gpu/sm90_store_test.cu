@@ -90,6 +90,10 @@ TEST_CASE("sm90 identity store: the TMA store or 16-byte row segments where D al
             std::ostringstream what;
             what << e->name << " " << sc.what << (sc.max_ctas > 0 ? " max_ctas " + std::to_string(sc.max_ctas) : std::string()) << " D " << to_string(out) << (bias_relu ? " bias+relu" : "") << " ["
                  << describe(r.desc) << "]";
+            if (is_swap_ab(e->config) && out == DType::f32) {  // swap AB: 16-bit D only (can_implement refuses, nothing launched)
+              CHECK_MESSAGE(r.status.code() == StatusCode::unsupported, what.str() << ": " << r.status.to_string());
+              continue;
+            }
             CHECK_MESSAGE(r.status.ok(), what.str() << ": " << r.status.to_string());
             if (r.status.ok()) CHECK_MESSAGE(r.check.ok(tol), what.str() << ": " << r.check.summary());
           }
