@@ -36,6 +36,7 @@ struct Fixture {
       q.final_band = o.final_band;
       q.final_max = o.final_max;
       q.final_rounds = o.final_rounds;
+      q.final_repeats = o.final_repeats;
       q.cache_path = o.cache_path;
       q.m_bucketing = o.m_bucketing;
       if (o.cost_model) q.cost_model = o.cost_model;

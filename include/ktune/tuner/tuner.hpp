@@ -114,8 +114,9 @@ struct TunerOptions {
   double tie_band = 0.02;         // relative; within it, fewer resources then the name win
   // Final round: after the first pass, the contenders within final_band of the fastest (at most final_max,
   // fastest first; only when ≥ 2 qualify) are timed again interleaved: final_rounds rounds, each one
-  // measurement of one repeat per contender (MeasureRequest::exact_repeats, the session's method: chains,
-  // rotated inputs, L2 flush), A B C D A B C D ...; the winner is picked from those medians (tie_band
+  // measurement of final_repeats repeats per contender (MeasureRequest::exact_repeats, the session's method:
+  // chains, rotated inputs, L2 flush; the median of them), A B C D A B C D ...; the winner is picked from
+  // the medians of the rounds (tie_band
   // rule). Drift or noise between the first pass's separate measurements decided near-ties of 3-5% before
   // (H200 tune-quality at 7da5aff). Within max_ms_per_key: skipped when fewer than 3 rounds fit in what is
   // left (the first pass decides), cut short when the budget runs out (≥ 3 rounds done: their medians
@@ -123,6 +124,10 @@ struct TunerOptions {
   double final_band = 0.05;
   int final_max = 4;
   int final_rounds = 10;
+  // Repeats per contender per round (≥ 1). Not 1: after each measurement's synchronisation the host
+  // enqueues the next chain while the GPU idles, so a lone repeat times the launch submission too (H200,
+  // s11-batchC: 6272x256x1024 finalists 10.0 µs in the first pass, 12.1 µs as single-repeat final rounds).
+  int final_repeats = 3;
   RepeatPolicy repeats{};
   Tolerances tolerances{};
   MBucketing m_bucketing = MBucketing::exact;
@@ -1147,7 +1152,7 @@ class Tuner {
   }
 
   // The final round (TunerOptions::final_rounds): the contenders within final_band of the fastest (at
-  // most final_max: the first pass's pick, then the fastest) are measured again round-robin, one exact_repeats = 1 request each per
+  // most final_max: the first pass's pick, then the fastest) are measured again round-robin, one exact_repeats = final_repeats request each per
   // round, within what is left of the key's budget. When at least min(3, final_rounds) rounds were done,
   // `pick_from` / `pick_record` become the finalists with their final-round medians (records updated: ms
   // is the final median, first_pass_ms the first pass's) and `overturned` the first pass's pick; a
@@ -1211,7 +1216,7 @@ class Tuner {
         MeasureRequest req;
         req.repeats = opt.repeats;
         req.max_launch_ms = opt.max_launch_ms;
-        req.exact_repeats = 1;
+        req.exact_repeats = std::max(1, opt.final_repeats);
         const Measurement m = session.measure(ranked[c.index], req);
         TacticRecord& rec = r.records[contender_record[fin[f]]];
         if (!m.status.ok() || !(m.ms > 0) || !std::isfinite(m.ms) || m.exceeded_bound || m.ms > opt.max_launch_ms) {
