@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fake_device.hpp"
+#include "gemm_problem.hpp"
 #include "ktune/conv.hpp"
 #include "ktune/conv/families.hpp"
 #include "ktune/conv/tactics.hpp"
@@ -26,17 +27,7 @@ constexpr const char* kSwapNames[] = {"ktune_gemm_sm90_wgmma_bf16_tn_swap_64x112
                                       "ktune_gemm_sm90_wgmma_bf16_tn_swap_128x96x64_w64x96_s7_a8",
                                       "ktune_gemm_sm90_wgmma_f16_tn_swap_128x96x64_w64x96_s7_a8"};
 
-GemmDesc swap_tn(DType t, std::int64_t m, std::int64_t n, std::int64_t k) {
-  GemmDesc d;
-  d.m = m;
-  d.n = n;
-  d.k = k;
-  d.ab_type = t;
-  d.d_type = t;
-  d.a_layout = Layout::row;
-  d.b_layout = Layout::col;
-  return resolved(d);
-}
+GemmDesc swap_tn(DType t, std::int64_t m, std::int64_t n, std::int64_t k) { return resolved(ktune::test::tn_problem(t, m, n, k)); }
 
 constexpr GemmAlignment kAligned{8, 8, 8};
 
