@@ -5,9 +5,13 @@
 # $OUT/<batch>/<name>/; everything is packed into $OUT/$BATCH.tgz (the device tool returns at most 8 files).
 #   BATCH=name KCOMMIT=hash CHECK_LIMIT=s BUDGET=s REQ_LIMIT=s SKIP="check name..." scripts/gpu-batch.sh
 # SKIP=check builds build-gpu/ without running gpu-check. Requests run from the repo root after the build.
+# gpu-check took 322-341 s on the H200 in session 11 (ctest ~140 s of it), hence CHECK_LIMIT 400. The device
+# tool copies the working tree (uncommitted edits included) and a .git of the session's start: to check a
+# commit while others edit, extract it (`git archive <commit> | tar x -C build-src<X>`, an ignored folder,
+# without bench/results to stay under the 64 MiB carry limit), carry that folder and run this script there.
 set -u
 T0=$(date +%s)
-: "${BATCH:=batch}" "${KCOMMIT:=unknown}" "${CHECK_LIMIT:=300}" "${BUDGET:=540}" "${REQ_LIMIT:=60}" "${SKIP:=}"
+: "${BATCH:=batch}" "${KCOMMIT:=unknown}" "${CHECK_LIMIT:=400}" "${BUDGET:=540}" "${REQ_LIMIT:=60}" "${SKIP:=}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT" || exit 1
 : "${OUT:?set OUT, the folder whose files come back (the device tool sets it)}"
