@@ -168,6 +168,10 @@ TEST_CASE("swap AB: the cost model ranks them among the tuner's first candidates
   // The two measured shapes: the swap tiles first (1.07x / 0.99x cuBLASLt against 0.89x / 0.84x).
   CHECK(best_swap_rank(swap_tn(DType::bf16, 1568, 512, 2048)) == 0);
   CHECK(best_swap_rank(swap_tn(DType::bf16, 6272, 256, 1024)) == 0);
+  // M = 128 in two 112-row swap tiles reads the weights twice: not the first choice (H200 4d6d459: the swap
+  // 64x112 as heuristic pick ran 0.47x cuBLASLt on 128x4096x4096, 64x128 0.70x), still among the candidates.
+  CHECK(best_swap_rank(swap_tn(DType::bf16, 128, 4096, 4096)) > 0);
+  CHECK(best_swap_rank(swap_tn(DType::bf16, 128, 4096, 4096)) < 48);
   // Large square problems: the 128x256 / 256x128 / ping-pong tiles stay ahead.
   for (DType t : {DType::bf16, DType::f16}) {
     std::string first;

@@ -99,7 +99,13 @@ inline double heuristic_cost(const GemmKernelEntry& e, const GemmDesc& d, const 
                             (c.align >= 16 / size_of(c.operand()) ? 1.0 : 0.5) * (1.0 - 0.02 * (c.stages < 3)) *
                             (ampere_mma_on_hopper ? 0.5 : 1.0) * sm90_tile_rate(c) * sm90_short_k_store_rate(c, d);
   // A wave runs `slots` tiles concurrently; the per-tile time is work / efficiency / per-SM share.
-  const double kernel = waves * work * blocks_per_sm(e.resources, dev) / std::max(1e-9, efficiency);
+  double kernel = waves * work * blocks_per_sm(e.resources, dev) / std::max(1e-9, efficiency);
+  // Swap AB: every M tile (the kernel's N) streams the whole weight panel (our B) again, so a mostly empty
+  // last M tile costs a full extra read of B that the single-wave term above does not see (H200,
+  // 4d6d459: bf16 128x4096x4096, two 112-row tiles for 128 rows, the swap 64x112 heuristic pick ran 0.47x
+  // cuBLASLt against 0.70x for 64x128 before it). Scaled by the padded share of M (1 when M fills its
+  // tiles, as on the ResNet 1x1 GEMMs the swap tiles were measured on).
+  if (is_swap_ab(c)) kernel *= std::ceil(double(d.m) / pt.m) * pt.m / std::max(1.0, double(d.m));
   return kernel + route_cost(e, d);
 }
 
