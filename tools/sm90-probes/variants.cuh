@@ -35,7 +35,6 @@ struct Variant {
   static constexpr bool pingpong = PingPong;
   static constexpr bool tma_store = TmaStore;
   static constexpr bool tma_tf32 = Tf32Map;
-  static constexpr bool swap_ab = SwapAB;
 };
 
 template <class V>

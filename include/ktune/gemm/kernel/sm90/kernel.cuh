@@ -48,8 +48,8 @@ namespace ktune::kernel::sm90 {
 //     buffers for the asynchronous TMA store (epilogue.cuh: store_tile_async, which every instance uses
 //     for 16-bit D with 16-byte aligned rows and the identity or fragment epilogue; the instances' own
 //     staging is the resource model's sm90_warp_staging_bytes: 2 to 8 buffers).
-//   swap_ab (GemmConfig::schedule = WgSchedule::swap_ab: families Sm90WgmmaF16Swap/Swap2Wg, or
-//     CfgT::swap_ab for probes; cooperative, 'tn' f16/bf16, 16-bit D, the whole built-in epilogue):
+//   swap_ab (GemmConfig::schedule = WgSchedule::swap_ab: families Sm90WgmmaF16Swap/Swap2Wg, and the
+//     probes' configs too; cooperative, 'tn' f16/bf16, 16-bit D, the whole built-in epilogue):
 //     the kernel computes the transposed problem D^T (N x M) = B·A^T: the launcher hands it M' = N,
 //     N' = M, A' = our B, B' = our A (both K-major), so the instance's tile (and every kernel-side
 //     row/column) is in that swapped orientation; the epilogue (epilogue.cuh: store_tile_swapped) writes
@@ -70,7 +70,6 @@ constexpr Sm90Schedule schedule_of() {
   if constexpr (requires { CfgT::pingpong; }) s.pingpong = s.pingpong || CfgT::pingpong;
   if constexpr (requires { CfgT::tma_store; }) s.tma_store = CfgT::tma_store;
   s.swap_ab = CfgT::value.schedule == WgSchedule::swap_ab;
-  if constexpr (requires { CfgT::swap_ab; }) s.swap_ab = s.swap_ab || CfgT::swap_ab;
   return s;
 }
 // tf32 operands through a TFLOAT32 tensor map: the TMA rounds each fp32 element to tf32 on the way into
