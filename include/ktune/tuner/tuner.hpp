@@ -23,7 +23,7 @@
 //      failures are excluded and logged;
 //   4. the valid ones are timed (median of adaptive repeats) within the key's time budget;
 //   5. final round: the few fastest (within final_band of the fastest, at most final_max, when ≥ 2)
-//      are timed again interleaved, A B C A B C ..., one measurement each per round, so that drift
+//      are timed again interleaved, A B C A B C ..., one measurement (final_repeats repeats) each per round, so that drift
 //      between the first pass's separate measurements cannot decide a near-tie; their medians replace
 //      the first pass's (skipped or cut short when the key's budget is spent);
 //   6. the fastest wins, near-ties (within tie_band) going to fewer resources, then the name (so the
@@ -116,8 +116,7 @@ struct TunerOptions {
   // fastest first; only when ≥ 2 qualify) are timed again interleaved: final_rounds rounds, each one
   // measurement of final_repeats repeats per contender (MeasureRequest::exact_repeats, the session's method:
   // chains, rotated inputs, L2 flush; the median of them), A B C D A B C D ...; the winner is picked from
-  // the medians of the rounds (tie_band
-  // rule). Drift or noise between the first pass's separate measurements decided near-ties of 3-5% before
+  // the medians of the rounds (tie_band rule). Drift or noise between the first pass's separate measurements decided near-ties of 3-5% before
   // (H200 tune-quality at 7da5aff). Within max_ms_per_key: skipped when fewer than 3 rounds fit in what is
   // left (the first pass decides), cut short when the budget runs out (≥ 3 rounds done: their medians
   // decide). final_rounds ≤ 0 or final_max < 2: no final round.
