@@ -86,7 +86,7 @@ struct Builtin {
 
   // v = act(alpha·v + beta·cv + bv + rv), then clamp; only the operands that are there (flags as
   // booleans, not null pointers to the arrays, so the arrays stay in registers). Public for kernels that
-  // gather the operands themselves (the sm90 swap-AB store: C and the residual at transposed positions).
+  // gather the operands themselves.
   __device__ __forceinline__ static void combine(const Params& p, float* v, int n, bool c, const float (&cv)[4], bool b,
                                                  const float (&bv)[4], bool r, const float (&rv)[4]) {
 #pragma unroll

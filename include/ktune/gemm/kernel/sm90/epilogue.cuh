@@ -390,16 +390,13 @@ __device__ __forceinline__ void store_tile(const GemmParams<typename Epi::Params
 // ---- swap_ab (kernel.cuh: Sm90Schedule::swap_ab; families Sm90WgmmaF16Swap/Swap2Wg, probes) -------------
 // The kernel computed D^T: accumulator row i (kernel row, p.m = our N) is D's column, accumulator column
 // j (kernel column, p.n = our M) is D's row, so element (i, j) goes to D[j][i] (row-major D, p.ldd). Per
-// m64 block the warp's 16-row band (rows rb..rb+15) is a 16-column strip of D. Each lane applies the
-// epilogue to its values in registers: identity or bias + ReLU (what the H200 measured) as before; any
-// other built-in epilogue through Builtin::combine (alpha, beta·C, bias, residual, the activation, clamp:
-// the same per-element code as every other kernel), C and the residual read element by element at D's
-// positions (row j, column i; inside D only). The bias is indexed by the accumulator row (g, g + 8: our
-// output channel). The lane then writes its 16-bit values transposed into the warp's staging, `cols`
+// m64 block the warp's 16-row band (rows rb..rb+15) is a 16-column strip of D. The measured path (identity,
+// bias, ReLU): each lane applies them to its values in registers (the bias indexed by the accumulator row,
+// g and g + 8: our output channel) and writes its 16-bit values transposed into the warp's staging, `cols`
 // accumulator columns at a time ([j][i], 16 values + 8 pad per row: the 2-byte writes of a warp
-// instruction hit distinct words);
-// then every lane stores one 16-byte vector (8 columns of one D row) per 16 staged rows, predicated on
-// both edges (partial vectors element by element; unaligned D element by element as well).
+// instruction hit distinct words); then every lane stores one 16-byte vector (8 columns of one D row) per
+// 16 staged rows, predicated on both edges (partial vectors element by element; unaligned D element by
+// element as well). Every other built-in epilogue: store_tile_swapped_general.
 template <class T>
 __device__ __forceinline__ std::uint16_t bits16(float x) {
   const T v = epilogue::from_float<T>(x);
@@ -407,6 +404,44 @@ __device__ __forceinline__ std::uint16_t bits16(float x) {
   static_assert(sizeof(v) == sizeof(r));
   __builtin_memcpy(&r, &v, sizeof(r));
   return r;
+}
+// The swap store's general path (alpha, beta·C, residual, GELU/SiLU, clamp): kept out of the measured path's
+// unrolled loop, whose speed it cost when inlined there (H200, L13 bf16 1568x512x2048 on the 64x112 tile:
+// 10.4 µs with it, 8.6 µs without; the SASS grew from 4,232 to 16,472 instructions). Rolled loops, one copy
+// of the epilogue: each chunk's accumulators go to the staging as floats (stage_chunk_at: accumulator row
+// i = D column, column j = D row), then every lane takes 4 consecutive D columns of one D row (4 lanes per
+// 16-column row segment: coalesced C, residual and D) through Builtin::apply, the same code as the other kernels.
+template <class ML, class TOut>
+__device__ __forceinline__ void store_tile_swapped_general(const GemmParams<epilogue::Builtin::Params>& p,
+                                                           typename ML::Accumulators& acc, float* staging, int row0,
+                                                           int col0) {
+  constexpr int cols = sm90_epilogue_cols_of<ML>, chunks = ML::WN / cols;
+  constexpr int stride = cols + smem_layout::sm90_epilogue_pad;
+  static_assert(smem_layout::epilogue_band_rows * stride * 4 <= sm90_min_warp_staging_bytes, "a float chunk fits");
+  const int lane = threadIdx.x & 31;
+  auto* D = static_cast<TOut*>(p.d);
+  const bool vec4 =
+      ((reinterpret_cast<std::uintptr_t>(D) | static_cast<std::uintptr_t>(p.ldd) * sizeof(TOut)) & (4 * sizeof(TOut) - 1)) == 0;
+#pragma unroll 1
+  for (int k = 0; k < ML::MI * chunks; ++k) {
+    const int rb = row0 + 64 * (k / chunks), cb = col0 + (k % chunks) * cols;
+    if (rb >= p.m || cb >= p.n) continue;  // warp-uniform: the chunk lies outside D
+    __syncwarp();                          // the previous chunk's reads of the staging are done
+    stage_chunk_at<ML, cols>(k, acc, staging, stride);
+    __syncwarp();
+#pragma unroll 1
+    for (int u = lane; u < 4 * cols; u += 32) {
+      const int j = u >> 2, i = 4 * (u & 3);  // staged column j: D row cb + j; staged rows i..i+3: D columns rb + i..
+      const int row = cb + j, col = rb + i;
+      if (row >= p.n || col >= p.m) continue;
+      const int n = min(4, p.m - col);
+      float x[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) x[e] = staging[(i + e) * stride + j];
+      epilogue::Builtin::apply<TOut>(p.ep, row, col, x, n);
+      epilogue::store_vec4(D + static_cast<std::int64_t>(row) * p.ldd + col, x, n, vec4);
+    }
+  }
 }
 template <class ML, class TOut>
 __device__ __forceinline__ void store_tile_swapped(const GemmParams<epilogue::Builtin::Params>& p,
@@ -424,6 +459,10 @@ __device__ __forceinline__ void store_tile_swapped(const GemmParams<epilogue::Bu
   // The measured fast path (identity, bias, ReLU), else the whole built-in epilogue (warp-uniform).
   const bool general = p.ep.alpha != 1.0f || p.ep.beta != 0.0f || p.ep.residual != nullptr || p.ep.clamp ||
                        (p.ep.activation != Activation::none && !relu);
+  if (general) {
+    store_tile_swapped_general<ML, TOut>(p, acc, staging, row0, col0);
+    return;
+  }
   auto* D = static_cast<std::uint16_t*>(p.d);
   const bool vec = ((reinterpret_cast<std::uintptr_t>(D) | static_cast<std::uintptr_t>(p.ldd) * 2u) & 15u) == 0;
 #pragma unroll
@@ -445,34 +484,13 @@ __device__ __forceinline__ void store_tile_swapped(const GemmParams<epilogue::Bu
         const int j = ch * (cols / 8) + jj;  // the accumulators' 8-column group
         const int c = 8 * jj + 2 * t;  // staged row (accumulator column within the chunk)
         float v[4];
-        if (!general) {
-          v[0] = acc[mi][4 * j] + b_lo;
-          v[1] = acc[mi][4 * j + 1] + b_lo;
-          v[2] = acc[mi][4 * j + 2] + b_hi;
-          v[3] = acc[mi][4 * j + 3] + b_hi;
-          if (relu) {
+        v[0] = acc[mi][4 * j] + b_lo;
+        v[1] = acc[mi][4 * j + 1] + b_lo;
+        v[2] = acc[mi][4 * j + 2] + b_hi;
+        v[3] = acc[mi][4 * j + 3] + b_hi;
+        if (relu) {
 #pragma unroll
-            for (int e = 0; e < 4; ++e) v[e] = epilogue::relu(v[e]);
-          }
-        } else {
-          // Element e: accumulator (rb + g + 8·(e / 2), cb + c + e % 2) = D[cb + c + e % 2][rb + g + 8·(e / 2)].
-          v[0] = acc[mi][4 * j];
-          v[1] = acc[mi][4 * j + 1];
-          v[2] = acc[mi][4 * j + 2];
-          v[3] = acc[mi][4 * j + 3];
-          const float bv[4] = {b_lo, b_lo, b_hi, b_hi};
-          float cv[4] = {0.0f, 0.0f, 0.0f, 0.0f}, rv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-          const bool has_c = p.ep.beta != 0.0f, has_r = p.ep.residual != nullptr;
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int drow = cb + c + (e & 1), dcol = rb + g + 8 * (e >> 1);
-            if (drow < p.n && dcol < p.m) {
-              if (has_c) cv[e] = epilogue::to_float(static_cast<const TOut*>(p.ep.c)[static_cast<std::int64_t>(drow) * p.ep.ldc + dcol]);
-              if (has_r)
-                rv[e] = epilogue::to_float(static_cast<const TOut*>(p.ep.residual)[static_cast<std::int64_t>(drow) * p.ep.ldr + dcol]);
-            }
-          }
-          epilogue::Builtin::combine(p.ep, v, 4, has_c, cv, B != nullptr, bv, has_r, rv);
+          for (int e = 0; e < 4; ++e) v[e] = epilogue::relu(v[e]);
         }
         stage[c * stride + g] = bits16<TOut>(v[0]);
         stage[(c + 1) * stride + g] = bits16<TOut>(v[1]);
