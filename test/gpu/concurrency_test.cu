@@ -322,6 +322,58 @@ TEST_CASE("concurrency GPU: 16 threads x several streams, mixed and shared keys 
   KT_CUDA(cudaSetDevice(original));
 }
 
+// A thread whose first CUDA call is ktune's has no current context until a runtime call binds one, and
+// the Hopper launchers encode their TMA tensor maps (driver calls) before they launch: ktune binds the
+// primary context itself (tma.cuh, bind_current_context). H200 s12: without that, the no-wait test's
+// second thread got CUresult 201 from cuTensorMapEncodeTiled once the tuner picked a Hopper instance.
+// Here each kind of Hopper instance (a default, a swap-AB one), by name, from a fresh thread.
+TEST_CASE("concurrency GPU: a fresh thread's first CUDA call is a Hopper GEMM (TMA maps need a current context)") {
+  DeviceInfo dev;
+  REQUIRE(current_device(dev).ok());
+  if (dev.cc != 90) {
+    MESSAGE("SKIPPED: not a Hopper GPU (cc " << dev.cc << ")");
+    return;
+  }
+  const Spec s{"bf16 tn fresh thread", DType::bf16, Compute::f32, Layout::row, Layout::col, 200, 152, 136, DType::bf16,
+               bias_activation(Activation::relu)};
+  std::vector<std::string> names;
+  for (const std::string_view kind : {std::string_view{"sm90_wgmma_bf16_tn_128x128"}, std::string_view{"_swap_"}})
+    for (const auto& e : gemm_table().entries())
+      if (std::string_view(e.name).find(kind) != std::string_view::npos &&
+          can_implement(e, desc_of(s), GemmAlignment{16, 16, 16}, &dev).ok()) {
+        names.emplace_back(e.name);
+        break;
+      }
+  if (names.empty()) {
+    MESSAGE("SKIPPED: this build has no Hopper instances");
+    return;
+  }
+  CHECK_MESSAGE(names.size() == 2, "a default and a swap-AB Hopper bf16 tn instance in the table");
+  std::vector<void*> keep;
+  cudaStream_t stream = nullptr;
+  KT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const Prepared p = prepare(s, 300 + i, stream, keep);
+    REQUIRE_MESSAGE(p.out.cuda_error.empty(), p.out.cuda_error);
+    KT_CUDA(cudaStreamSynchronize(stream));
+    Outcome o = p.out;
+    std::thread fresh([&] {  // no CUDA call on this thread before ktune::gemm
+      GemmOptions opt;
+      opt.instance = names[i].c_str();
+      (void)(o.status = gemm(p.d, p.ops, stream, opt));
+      o.ran = true;
+    });
+    fresh.join();
+    std::vector<unsigned char> img(p.D.image.size());
+    if (o.status.ok()) o.cuda_error = cuda_err(cudaMemcpyAsync(img.data(), p.D.dev, img.size(), cudaMemcpyDeviceToHost, stream), "D2H");
+    if (const std::string e = cuda_err(cudaStreamSynchronize(stream), "sync"); o.cuda_error.empty()) o.cuda_error = e;
+    if (o.status.ok() && o.cuda_error.empty()) o.check = check_result(p, img);
+    check_outcome(o, names[i]);
+  }
+  KT_CUDA(cudaStreamDestroy(stream));
+  for (void* q : keep) cudaFree(q);
+}
+
 // Runs only as the child process of the next test (KTUNE_TEST_CHILD_NO_WAIT set), so that the module
 // loading mode can be chosen (CUDA_MODULE_LOADING is read when CUDA starts).
 TEST_CASE("concurrency GPU child: tuning a new key does not wait for a busy stream") {

@@ -195,6 +195,7 @@ __global__ void __launch_bounds__(CfgT::value.gemm.threads(), 1)
 // ---- Host side ---------------------------------------------------------------------------------------
 
 inline Status im2col_map_encoder(PFN_cuTensorMapEncodeIm2col_v12000& out) {
+  KTUNE_RETURN_IF_ERROR(bind_current_context());
   static PFN_cuTensorMapEncodeIm2col_v12000 fn = [] {
     void* p = nullptr;
     cudaDriverEntryPointQueryResult q{};

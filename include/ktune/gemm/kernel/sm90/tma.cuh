@@ -21,7 +21,34 @@ namespace ktune::kernel::sm90 {
 
 // ---- Host -----------------------------------------------------------------------------------------
 
+// The driver encodes a tensor map in the calling thread's current context, and a thread whose first CUDA
+// call is ktune's has none until a runtime call binds the device's primary context (H200, s12: a GEMM
+// from a fresh std::thread got CUresult 201, CUDA_ERROR_INVALID_CONTEXT, from cuTensorMapEncodeTiled).
+// Bind it (cudaSetDevice on the thread's device: no synchronisation) where the thread has none.
+inline Status bind_current_context() {
+  static PFN_cuCtxGetCurrent_v4000 get_current = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &p, 4000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      p = nullptr;
+    return reinterpret_cast<PFN_cuCtxGetCurrent_v4000>(p);
+  }();
+  CUcontext ctx = nullptr;
+  if (get_current != nullptr && get_current(&ctx) == CUDA_SUCCESS && ctx != nullptr) return {};
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaSetDevice(device);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return error(StatusCode::cuda_error, std::string("no CUDA context for the tensor map: ") + cudaGetErrorString(e));
+  }
+  return {};
+}
+
+// cuTensorMapEncodeTiled, with the thread's context bound.
 inline Status tensor_map_encoder(PFN_cuTensorMapEncodeTiled_v12000& out) {
+  KTUNE_RETURN_IF_ERROR(bind_current_context());
   static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
     void* p = nullptr;
     cudaDriverEntryPointQueryResult q{};
