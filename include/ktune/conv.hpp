@@ -95,7 +95,7 @@ inline Status conv2d(const Conv2dDesc& desc, const Conv2dOperands& ops, cudaStre
   auto launch = [&](const ConvKernelEntry& e, const ConvLaunchOptions& lo) -> Status {
     if (lo.split_k > 1 && !conv_supports_split_k(e.config))
       return error(StatusCode::unsupported, "conv instance " + std::string(e.name) + " does not split K (split_k > 1)");
-    if (lo.multicast > 1 && (!is_sm90_iterator(e.config.iterator) || is_swap_ab(e.config.gemm)))
+    if (lo.multicast > 1 && !conv_supports_multicast(e.config))
       return error(StatusCode::unsupported, "conv instance " + std::string(e.name) +
                                                 " does not multicast (multicast = 2: the Hopper routes but swap AB)");
     if (lo.persistent > 0 && !conv_supports_persistent(e.config))

@@ -143,7 +143,7 @@ inline Status check_launch_options(const GemmKernelEntry& e, const GemmLaunchOpt
       return error(StatusCode::unsupported, "instance " + std::string(e.name) + " takes cluster split-K with one cluster per tile only "
                                                 "(split_k == split_cluster), got split_k=" + std::to_string(o.split_k));
   }
-  if (o.cluster == 2 && is_swap_ab(e.config))  // (H200: clusters of 2 made both swap tiles slower, 0.70-1.03)
+  if (o.cluster == 2 && !supports_clusters(e.config))
     return error(StatusCode::unsupported, "instance " + std::string(e.name) + " (swap AB) does not run in clusters (cluster=2)");
   if (o.stream_k && (!supports_stream_k(e.config) || e.workspace_size == nullptr || is_route(e)))
     return error(StatusCode::unsupported, "instance " + std::string(e.name) +

@@ -87,6 +87,12 @@ constexpr bool conv_supports_split_k(const ConvConfig& c) {
          (c.iterator == ConvIterator::optimized && c.gemm.tile.m == 128 && c.gemm.tile.n == 128);
 }
 
+// Conv instances that take multicast = 2 (clusters of 2 CTAs sharing a box): the Hopper routes on a GEMM
+// configuration that runs in clusters (supports_clusters: not the swap-AB ones).
+constexpr bool conv_supports_multicast(const ConvConfig& c) {
+  return is_sm90_iterator(c.iterator) && supports_clusters(c.gemm);
+}
+
 // Conv instances that take ConvLaunchOptions::persistent > 0 (kernel/conv_kernel.cuh
 // conv2d_fprop_persistent_kernel): the mma.sync optimized iterator on 128-row tiles with the filters by the
 // k-tile iterator, the tiles of the short-reduction layers where every CTA runs fill -> 2-4 k-tiles ->

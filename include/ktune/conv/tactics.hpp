@@ -243,7 +243,7 @@ inline std::vector<ConvLaunchOptions> conv_cluster_k_variants(const ConvKernelEn
 // 14², 28² and 56² layers and on 7² 512→2048 (8 k-tiles): e.g. 14² 1024→256 128x128 10.65 vs 10.15.
 inline std::vector<ConvLaunchOptions> conv_multicast_variants(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
   std::vector<ConvLaunchOptions> out;
-  if (!is_sm90_iterator(e.config.iterator) || is_swap_ab(e.config.gemm)) return out;  // (swap AB: no clusters)
+  if (!conv_supports_multicast(e.config)) return out;
   double rows = 0, cols = 0;
   conv_tile_grid(e, d, rows, cols);
   const double pair_dim = sm90_pairs_along_m(e.config.gemm) ? rows : cols;

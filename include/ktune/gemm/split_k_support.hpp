@@ -1,6 +1,6 @@
-// ktune/gemm/split_k_support.hpp — which instances take which split-K / stream-K launch options: named
-// predicates on a GemmConfig, shared by the launch-option checks (dispatch.hpp), the workspace and
-// proposals (split_k.hpp) and the kernels, so each rule is written once.
+// ktune/gemm/split_k_support.hpp — which instances take which split-K / stream-K / cluster launch options:
+// named predicates on a GemmConfig, shared by the launch-option checks (dispatch.hpp), the workspace and
+// proposals (split_k.hpp, tactics.hpp) and the kernels, so each rule is written once.
 #pragma once
 #include "ktune/gemm/config.hpp"
 #include "ktune/types.hpp"
@@ -73,5 +73,11 @@ inline constexpr int max_split_cluster = 16;
 constexpr bool supports_stream_k(const GemmConfig& c) {
   return is_wgmma(c.math) && c.warp.m * c.warp.n <= 64 * 128 && c.schedule != WgSchedule::swap_ab;
 }
+
+// Instances that take GemmLaunchOptions::cluster = 2 (conv: multicast = 2), the sm90 kernel's clusters of 2
+// CTAs sharing an operand by TMA multicast (other kernels ignore the option): all but the swap-AB ones. On
+// the H200 clusters of 2 made both swap tiles slower (0.70-1.03x, as probes), so they are refused there
+// and never proposed.
+constexpr bool supports_clusters(const GemmConfig& c) { return c.schedule != WgSchedule::swap_ab; }
 
 }  // namespace ktune

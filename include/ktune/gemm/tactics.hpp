@@ -197,9 +197,8 @@ inline std::vector<GemmLaunchOptions> launch_variants(const GemmKernelEntry& e, 
 #endif
   std::int64_t tiles_m = 0;
   const std::int64_t tiles = detail::tiles_of(e.config, d, &tiles_m);
-  // sm90: a cluster of 2 CTAs shares one operand by TMA multicast; it needs two tiles to pair. Not for
-  // swap-AB instances (check_launch_options refuses them: slower on the H200, 0.70-1.03x).
-  if (is_wgmma(e.config.math) && dev.cc == 90 && tiles >= 2 && !is_swap_ab(e.config)) {
+  // sm90: a cluster of 2 CTAs shares one operand by TMA multicast; it needs two tiles to pair.
+  if (is_wgmma(e.config.math) && dev.cc == 90 && tiles >= 2 && supports_clusters(e.config)) {
     GemmLaunchOptions o;
     o.cluster = 2;
     detail::add_variant(v, o);

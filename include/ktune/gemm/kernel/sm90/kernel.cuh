@@ -771,10 +771,10 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
 // (dispatch.hpp: swap_ab_implements, which can_implement applies too: 'tn' f16/bf16, 16-bit D, any
 // built-in epilogue) and the launch options (no split-K, stream-K or clusters: check_launch_options says
 // the same for table entries; probes' entries reach the launcher directly).
-inline Status check_swap_ab(const GemmDesc& d, const GemmLaunchOptions& opt) {
+inline Status check_swap_ab(const GemmConfig& c, const GemmDesc& d, const GemmLaunchOptions& opt) {
   KTUNE_RETURN_IF_ERROR(swap_ab_implements(d));
   if (opt.split_k > 1 || opt.stream_k) return error(StatusCode::unsupported, "swap-AB instance: no split-K or stream-K");
-  if (opt.cluster == 2) return error(StatusCode::unsupported, "swap-AB instance: no clusters (cluster=2)");
+  if (opt.cluster == 2 && !supports_clusters(c)) return error(StatusCode::unsupported, "swap-AB instance: no clusters (cluster=2)");
   return {};
 }
 
@@ -789,7 +789,7 @@ Status launch_builtin(const GemmDesc& d0, const GemmOperands& ops, const GemmLau
     static_assert(CfgT::value.a_layout == Layout::row && CfgT::value.b_layout == Layout::col &&
                       (CfgT::value.math == MathOp::wgmma_f16 || CfgT::value.math == MathOp::wgmma_bf16),
                   "swap_ab: 'tn' f16/bf16 instances only");
-    KTUNE_RETURN_IF_ERROR(check_swap_ab(d, opt));
+    KTUNE_RETURN_IF_ERROR(check_swap_ab(CfgT::value, d, opt));
     GemmDesc s = d;
     s.m = d.n;
     s.n = d.m;
