@@ -150,6 +150,21 @@ inline Status tma_im2col_limits(const Conv2dDesc& d) {
   return {};
 }
 
+// The GEMM this convolution runs as (for the cost model, the gemm1x1 route's swap-AB check and for reports).
+inline GemmDesc implicit_gemm_of(const Conv2dDesc& d) {
+  const ConvShape s = conv_shape(d);
+  GemmDesc g;
+  g.m = s.m;
+  g.n = d.k;
+  g.k = s.kgemm;
+  g.ab_type = d.type;
+  g.a_layout = Layout::row;
+  g.b_layout = Layout::col;
+  g.d_type = d.out_type;
+  g.epilogue = d.epilogue;
+  return g;
+}
+
 // Can this instance run this (already validated) problem on this device? The reason says why not.
 inline Status can_implement(const ConvKernelEntry& e, const Conv2dDesc& d, const ConvAlignment& al,
                             const DeviceInfo* dev) {
@@ -166,9 +181,10 @@ inline Status can_implement(const ConvKernelEntry& e, const Conv2dDesc& d, const
         return error(StatusCode::unsupported, "gemm1x1 needs stride 1, problem has stride " + n(d.stride_h) + "x" + n(d.stride_w));
       if (d.pad_h != 0 || d.pad_w != 0)
         return error(StatusCode::unsupported, "gemm1x1 needs no padding, problem has " + n(d.pad_h) + "x" + n(d.pad_w));
-      if (is_swap_ab(c.gemm) && d.out_type != DType::f16 && d.out_type != DType::bf16)  // (dispatch.hpp: swap_ab_implements)
-        return error(StatusCode::unsupported, "swap-AB gemm1x1 instance: 16-bit y (and bias, residual) only, problem has " +
-                                                  std::string(to_string(d.out_type)) + " y");
+      if (is_swap_ab(c.gemm)) {  // what the swap-AB GEMM kernel runs, on the GEMM this route launches
+        const Status s = swap_ab_implements(implicit_gemm_of(d));
+        if (!s.ok()) return error(s.code(), "swap-AB gemm1x1 instance (y is its GEMM's D: 16-bit y only): " + s.message());
+      }
       [[fallthrough]];
     case ConvIterator::tma_im2col:
       if (d.c % c.gemm.align != 0)
@@ -206,21 +222,6 @@ using ConvTable = KernelTable<ConvKernelEntry, Conv2dDesc, ConvAlignment>;
 inline ConvTable& conv_table() {
   static ConvTable table;
   return table;
-}
-
-// The GEMM this convolution runs as (for the cost model and for reports).
-inline GemmDesc implicit_gemm_of(const Conv2dDesc& d) {
-  const ConvShape s = conv_shape(d);
-  GemmDesc g;
-  g.m = s.m;
-  g.n = d.k;
-  g.k = s.kgemm;
-  g.ab_type = d.type;
-  g.a_layout = Layout::row;
-  g.b_layout = Layout::col;
-  g.d_type = d.out_type;
-  g.epilogue = d.epilogue;
-  return g;
 }
 
 // How fast an instance's A gather is, as a rank (lower is faster): the Hopper routes (a 1×1 GEMM, then
