@@ -632,9 +632,7 @@ cudaError_t launch_grid(dim3 grid, int threads, int smem, cudaStream_t stream, b
   cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
   cfg.dynamicSmemBytes = static_cast<std::size_t>(smem);
   cfg.stream = stream;
-  cudaLaunchAttribute a{};
-  a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  a.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute a = pdl_attribute();
   cfg.attrs = &a;
   cfg.numAttrs = 1;
   return cudaLaunchKernelEx(&cfg, Kernel, q);
@@ -756,8 +754,7 @@ Status launch_cluster_split_k(const GemmConfig& c, const GemmDesc& d, const Gemm
     fits[opt.split_cluster].fetch_or(bit, std::memory_order_acq_rel);
   }
   if (programmatic) {  // (after the occupancy query, which was made without it)
-    attrs[2].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attrs[2].val.programmaticStreamSerializationAllowed = 1;
+    attrs[2] = pdl_attribute();
     cfg.numAttrs = 3;
   }
   GemmParams<EpiParams> q = p;

@@ -10,13 +10,15 @@
 // sm90 kernel) launch programmatically. A/B switch per kernel kind, read once from the environment:
 // KTUNE_SM90_PDL (the sm90 wgmma GEMM/conv kernels, sm90/kernel.cuh) and KTUNE_SM80_PDL (the sm80
 // mma.sync / SIMT GEMM kernel on sm90 devices, gemm_kernel.cuh): 0 never, 1 always, unset or empty the
-// size rule. Host code only (no CUDA), so host tests check the rule.
+// size rule. Host code only (no kernels or CUDA calls), so host tests check the rule.
 //
 // Per launch, GemmLaunchOptions::pdl (a PdlChoice) overrides the rule: `on` / `off` launch
 // programmatically / plainly whatever the switch and the size (the tactic suffixes @pdl / @nopdl,
 // gemm/tactics.hpp), `rule` (the default) is the switch and the size rule above. pdl_launch() is the
 // decision both launchers share; they add what only they know (the sm80 kernel's image must be sm_90+).
 #pragma once
+#include <cuda_runtime_api.h>
+
 #include <cstdlib>
 
 #include "ktune/problem.hpp"
@@ -73,6 +75,14 @@ inline PdlChoice pdl_twin(PdlMode env, const GemmDesc& d) {
   if (env != PdlMode::small_only) return PdlChoice::rule;
   if (static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k) > pdl_twin_max_mnk) return PdlChoice::rule;
   return pdl_wanted(env, d) ? PdlChoice::off : PdlChoice::on;
+}
+
+// The launch attribute that makes a cudaLaunchKernelEx launch programmatic.
+inline cudaLaunchAttribute pdl_attribute() {
+  cudaLaunchAttribute a{};
+  a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  a.val.programmaticStreamSerializationAllowed = 1;
+  return a;
 }
 
 // The switches, each read once.

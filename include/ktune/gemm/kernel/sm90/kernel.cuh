@@ -660,12 +660,7 @@ Status sm90_launch_pdl(PdlChoice pdl, void (*kernel)(KernelArgs...), std::int64_
   cudaLaunchAttribute attrs[2];
   cudaLaunchConfig_t cfg = sm90_cluster_config(static_cast<unsigned>(grid), cluster, threads, smem, stream, attrs[0]);
   if (cluster <= 1) cfg.numAttrs = 0;
-  if (sm90_pdl_enabled(d, pdl)) {
-    cudaLaunchAttribute& a = attrs[cfg.numAttrs++];
-    a = cudaLaunchAttribute{};
-    a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    a.val.programmaticStreamSerializationAllowed = 1;
-  }
+  if (sm90_pdl_enabled(d, pdl)) attrs[cfg.numAttrs++] = pdl_attribute();
   cfg.attrs = cfg.numAttrs > 0 ? attrs : nullptr;
   KTUNE_RETURN_IF_ERROR(cuda_status(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...), what));
   return split && !p.split_serial ? launch_splitk_reduce<Epi>(p, d, stream) : Status{};
