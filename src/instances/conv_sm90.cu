@@ -10,3 +10,4 @@
 KTUNE_REGISTER_CONV_FAMILY_PART(ktune::families::Sm90ConvGemm1x1, 0, 1)
 KTUNE_REGISTER_CONV_FAMILY_PART(ktune::families::Sm90ConvGemm1x1Swap, 0, 1)
 KTUNE_REGISTER_CONV_FAMILY_PART(ktune::families::Sm90ConvIm2col, 0, 1)
+KTUNE_REGISTER_CONV_FAMILY_PART(ktune::families::Sm90ConvIm2colPingPong, 0, 1)

@@ -166,7 +166,7 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
                          conv_valid_count<families::Sm80ConvFewChannels> + conv_valid_count<families::Sm80ConvFewChannels3> +
                          conv_valid_count<families::Sm90ConvGemm1x1> + conv_valid_count<families::Sm90ConvIm2col> +
                          conv_valid_count<families::Sm80ConvStem> + conv_valid_count<families::Sm80ConvOptimizedWide> +
-                         conv_valid_count<families::Sm90ConvGemm1x1Swap>;
+                         conv_valid_count<families::Sm90ConvGemm1x1Swap> + conv_valid_count<families::Sm90ConvIm2colPingPong>;
   CHECK(conv_valid_count<families::Sm80ConvOptimized> == conv_family_size<families::Sm80ConvOptimized>);
   CHECK(conv_valid_count<families::Sm80ConvAnalytic> == conv_family_size<families::Sm80ConvAnalytic>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels> == conv_family_size<families::Sm80ConvFewChannels>);
@@ -176,6 +176,15 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
   CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 6);
   CHECK(conv_family_size<families::Sm90ConvIm2col> == 8);
   CHECK(conv_valid_count<families::Sm90ConvIm2col> == 8);
+  // ping-pong consumers: f16/bf16 x 128x64 s7, 128x128 s5
+  CHECK(conv_valid_count<families::Sm90ConvIm2colPingPong> == conv_family_size<families::Sm90ConvIm2colPingPong>);
+  CHECK(conv_valid_count<families::Sm90ConvIm2colPingPong> == 4);
+  for (const ConvConfig& c : valid_conv_configs<families::Sm90ConvIm2colPingPong>()) {
+    CHECK(c.gemm.schedule == WgSchedule::pingpong);
+    CHECK(c.gemm.consumer_warpgroups() == 2);
+    CHECK(conv_cluster_k_limit(c) == 1);  // cluster split-K splits one tile over cooperative consumers
+    CHECK(conv_instance_name(c).view().find("_tma_im2col_pp_") != std::string_view::npos);
+  }
   // first-layer stem: f16/bf16 x C = 4/3, one block shape
   CHECK(conv_valid_count<families::Sm80ConvStem> == 4);
   // 64x64 / 64x32 warp tiles: f16/bf16 x 3 block shapes
@@ -189,7 +198,7 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
     CHECK_FALSE(conv_supports_split_k(c));
     CHECK(conv_instance_name(c).view().find("_tn_swap_") != std::string_view::npos);
   }
-  CHECK(expected == 12 + 14 + 4 + 6 + 4);
+  CHECK(expected == 12 + 14 + 4 + 6 + 4 + 4);
   CHECK(conv_table().size() == expected);
   std::set<std::string> names;
   for (const auto& e : conv_table().entries()) {

@@ -69,7 +69,8 @@ constexpr int conv_gather_rows(const ConvConfig& c) {
 inline constexpr int conv_max_gather_rows = 8;
 
 // Stable, readable name, e.g. ktune_conv2d_fprop_sm80_f16_optimized_128x128x32_w64x64_s4_a8 or
-// ktune_conv2d_fprop_sm80_bf16_few_channels_c3_128x64x32_w64x32_s4_a1. Part of the public interface.
+// ktune_conv2d_fprop_sm80_bf16_few_channels_c3_128x64x32_w64x32_s4_a1 (ping-pong consumers: ..._pp_<tile>).
+// Part of the public interface.
 // 1×1 convolutions served by a Hopper GEMM instance are named after it:
 // conv_gemm1x1+ktune_gemm_sm90_<math>_rc_<tile>_w<warp>_s<stages>_a8.
 using ConvInstanceName = FixedString<96>;
@@ -79,6 +80,7 @@ constexpr ConvInstanceName conv_instance_name(const ConvConfig& c) {
   s.append("ktune_conv2d_fprop_sm").append(c.gemm.arch_cc).append('_').append(math_short_name(c.gemm.math));
   s.append('_').append(to_string(c.iterator));
   if (c.iterator == ConvIterator::few_channels || c.iterator == ConvIterator::stem) s.append("_c").append(c.channels);
+  if (c.gemm.schedule == WgSchedule::pingpong) s.append("_pp");
   s.append('_').append(c.gemm.tile.m).append('x').append(c.gemm.tile.n).append('x').append(c.gemm.tile.k);
   s.append("_w").append(c.gemm.warp.m).append('x').append(c.gemm.warp.n);
   s.append("_s").append(c.gemm.stages).append("_a").append(c.gemm.align);

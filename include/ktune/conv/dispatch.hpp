@@ -113,9 +113,12 @@ constexpr int conv_persistent_ctas_per_sm(const ConvConfig& c) {
 // The largest cluster_k an instance takes (1: none): tma_im2col with warpgroup tiles up to 64x128 (with
 // 128 accumulator registers per thread, 128x128 warpgroup tiles, rank 0's sum spilled 8 bytes: sm_90a
 // ptxas), as many CTAs as rank 0's ring (stages × (BM + BN)·BK·2 bytes) holds fp32 partial tiles (BM·BN·4
-// bytes) of the other ranks, up to 8: 64x64 s6: 7, 128x64 s6: 5, 128x128 s6: 4.
+// bytes) of the other ranks, up to 8: 64x64 s6: 7, 128x64 s6: 5, 128x128 s6: 4. Cooperative consumers
+// only (the cluster's ranks split one tile; ping-pong consumers each own a tile).
 constexpr int conv_cluster_k_limit(const ConvConfig& c) {
-  if (c.iterator != ConvIterator::tma_im2col || c.gemm.warp.m * c.gemm.warp.n > 64 * 128) return 1;
+  if (c.iterator != ConvIterator::tma_im2col || c.gemm.warp.m * c.gemm.warp.n > 64 * 128 ||
+      c.gemm.schedule != WgSchedule::cooperative)
+    return 1;
   const GemmConfig& g = c.gemm;
   const long ring = long(g.stages) * (g.tile.m + g.tile.n) * g.tile.k * 2, partial = long(g.tile.m) * g.tile.n * 4;
   const long n = 1 + ring / partial;

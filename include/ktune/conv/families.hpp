@@ -139,4 +139,18 @@ struct Sm90ConvIm2col {
   static constexpr int stages[] = {6};
 };
 
+// The TMA im2col route with ping-pong consumers: two warpgroups take turns on whole tiles, each one's
+// epilogue under the other's mainloop (the GEMM's WgSchedule::pingpong). For layers with few k-tiles per
+// tile and few output channels (56² 64->64 3x3: 9 k-tiles, N = 64; N = 256: 0.72x cuDNN fused on the
+// cooperative 128x64 tile, whose epilogue stalls both consumers).
+struct Sm90ConvIm2colPingPong {
+  static constexpr std::string_view name = "sm90_conv_tma_im2col_pingpong";
+  static constexpr const ArchTraits& arch = sm90;
+  static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
+  static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::tma_im2col, 8, 0}};
+  static constexpr ConvBlockShape blocks[] = {{{128, 64, 64}, {128, 64}, 7, WgSchedule::pingpong},
+                                              {{128, 128, 64}, {128, 128}, 5, WgSchedule::pingpong}};
+  static constexpr int stages[] = {7};
+};
+
 }  // namespace ktune::families

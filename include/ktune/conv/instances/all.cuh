@@ -16,6 +16,7 @@ namespace ktune::detail {
   register_conv_family<families::Sm90ConvGemm1x1>();
   register_conv_family<families::Sm90ConvGemm1x1Swap>();
   register_conv_family<families::Sm90ConvIm2col>();
+  register_conv_family<families::Sm90ConvIm2colPingPong>();
   return true;
 }();
 }  // namespace ktune::detail
