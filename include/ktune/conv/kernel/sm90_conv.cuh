@@ -196,14 +196,8 @@ __global__ void __launch_bounds__(CfgT::value.gemm.threads(), 1)
 
 inline Status im2col_map_encoder(PFN_cuTensorMapEncodeIm2col_v12000& out) {
   KTUNE_RETURN_IF_ERROR(bind_current_context());
-  static PFN_cuTensorMapEncodeIm2col_v12000 fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeIm2col", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      p = nullptr;
-    return reinterpret_cast<PFN_cuTensorMapEncodeIm2col_v12000>(p);
-  }();
+  static const auto fn =
+      reinterpret_cast<PFN_cuTensorMapEncodeIm2col_v12000>(driver_entry_point("cuTensorMapEncodeIm2col", 12000));
   if (fn == nullptr)
     return error(StatusCode::cuda_error, "the CUDA driver does not provide cuTensorMapEncodeIm2col (needs CUDA 12 or later)");
   out = fn;

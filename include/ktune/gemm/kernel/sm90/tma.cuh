@@ -21,19 +21,23 @@ namespace ktune::kernel::sm90 {
 
 // ---- Host -----------------------------------------------------------------------------------------
 
+// A driver function through the runtime's entry point (so no -lcuda is needed); null where the driver
+// lacks it at that version.
+inline void* driver_entry_point(const char* name, int version) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  if (cudaGetDriverEntryPointByVersion(name, &p, version, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess)
+    return nullptr;
+  return p;
+}
+
 // The driver encodes a tensor map in the calling thread's current context, and a thread whose first CUDA
 // call is ktune's has none until a runtime call binds the device's primary context (H200, s12: a GEMM
 // from a fresh std::thread got CUresult 201, CUDA_ERROR_INVALID_CONTEXT, from cuTensorMapEncodeTiled).
 // Bind it (cudaSetDevice on the thread's device: no synchronisation) where the thread has none.
 inline Status bind_current_context() {
-  static PFN_cuCtxGetCurrent_v4000 get_current = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &p, 4000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      p = nullptr;
-    return reinterpret_cast<PFN_cuCtxGetCurrent_v4000>(p);
-  }();
+  static const auto get_current = reinterpret_cast<PFN_cuCtxGetCurrent_v4000>(driver_entry_point("cuCtxGetCurrent", 4000));
   CUcontext ctx = nullptr;
   if (get_current != nullptr && get_current(&ctx) == CUDA_SUCCESS && ctx != nullptr) return {};
   int device = 0;
@@ -49,14 +53,8 @@ inline Status bind_current_context() {
 // cuTensorMapEncodeTiled, with the thread's context bound.
 inline Status tensor_map_encoder(PFN_cuTensorMapEncodeTiled_v12000& out) {
   KTUNE_RETURN_IF_ERROR(bind_current_context());
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      p = nullptr;
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-  }();
+  static const auto fn =
+      reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(driver_entry_point("cuTensorMapEncodeTiled", 12000));
   if (fn == nullptr)
     return error(StatusCode::cuda_error, "the CUDA driver does not provide cuTensorMapEncodeTiled (needs CUDA 12 or later)");
   out = fn;
