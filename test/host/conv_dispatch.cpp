@@ -171,14 +171,14 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
   CHECK(conv_valid_count<families::Sm80ConvAnalytic> == conv_family_size<families::Sm80ConvAnalytic>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels> == conv_family_size<families::Sm80ConvFewChannels>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels3> == conv_family_size<families::Sm80ConvFewChannels3>);
-  // Hopper: block shapes with their own stage counts (4 for gemm1x1, 4 for tma_im2col) x f16/bf16
-  CHECK(conv_family_size<families::Sm90ConvGemm1x1> == 8);
-  CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 8);
+  // Hopper: block shapes with their own stage counts (3 for gemm1x1, 4 for tma_im2col) x f16/bf16
+  CHECK(conv_family_size<families::Sm90ConvGemm1x1> == 6);
+  CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 6);
   CHECK(conv_family_size<families::Sm90ConvIm2col> == 8);
   CHECK(conv_valid_count<families::Sm90ConvIm2col> == 8);
-  // ping-pong consumers: f16/bf16 x 128x64 s7, 128x128 s5
+  // ping-pong consumers: f16 x 128x64 s7, 128x128 s5
   CHECK(conv_valid_count<families::Sm90ConvIm2colPingPong> == conv_family_size<families::Sm90ConvIm2colPingPong>);
-  CHECK(conv_valid_count<families::Sm90ConvIm2colPingPong> == 4);
+  CHECK(conv_valid_count<families::Sm90ConvIm2colPingPong> == 2);
   for (const ConvConfig& c : valid_conv_configs<families::Sm90ConvIm2colPingPong>()) {
     CHECK(c.gemm.schedule == WgSchedule::pingpong);
     CHECK(c.gemm.consumer_warpgroups() == 2);
@@ -190,15 +190,15 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
   // 64x64 / 64x32 warp tiles: f16/bf16 x 3 block shapes
   CHECK(conv_valid_count<families::Sm80ConvOptimizedWide> == conv_family_size<families::Sm80ConvOptimizedWide>);
   CHECK(conv_valid_count<families::Sm80ConvOptimizedWide> == 6);
-  // 1x1 on the GEMM's swap-AB instances: f16/bf16 x 64x112 s9, 128x96 s7 (swapped orientation)
-  CHECK(conv_family_size<families::Sm90ConvGemm1x1Swap> == 4);
-  CHECK(conv_valid_count<families::Sm90ConvGemm1x1Swap> == 4);
+  // 1x1 on the GEMM's swap-AB instances: f16 x 64x112 s9, 128x96 s7 (swapped orientation)
+  CHECK(conv_family_size<families::Sm90ConvGemm1x1Swap> == 2);
+  CHECK(conv_valid_count<families::Sm90ConvGemm1x1Swap> == 2);
   for (const ConvConfig& c : valid_conv_configs<families::Sm90ConvGemm1x1Swap>()) {
     CHECK(c.gemm.schedule == WgSchedule::swap_ab);
     CHECK_FALSE(conv_supports_split_k(c));
     CHECK(conv_instance_name(c).view().find("_tn_swap_") != std::string_view::npos);
   }
-  CHECK(expected == 12 + 14 + 4 + 8 + 4 + 4);
+  CHECK(expected == 12 + 14 + 4 + 6 + 2 + 2);
   CHECK(conv_table().size() == expected);
   std::set<std::string> names;
   for (const auto& e : conv_table().entries()) {

@@ -100,14 +100,15 @@ struct Sm80ConvStem {
 
 // 1×1, stride 1, no padding (9 of the 15 ResNet-50 layers): the sm90 GEMM instance itself. The ping-pong
 // 64x256 tile (GEMM family Sm90WgmmaF16PingPong) for the short-K, wide layers (14² 256->1024: as a bf16 GEMM,
-// 6272x1024x256 ran 9.5 µs on it, the cooperative tiles 11.3-12.1 µs; H200 s12).
+// 6272x1024x256 ran 9.5 µs on it, the cooperative tiles 11.3-12.1 µs; H200 s12). No 128x64 tile: the TMA
+// im2col route's 128x64 (the same wgmma tile, loading 1×1 layers as well) is the one the tuner took on every
+// H200 run; the copy here cost ~8 s of compile per type (the 10-minute test build, notes/build-time.md).
 struct Sm90ConvGemm1x1 {
   static constexpr std::string_view name = "sm90_conv_gemm1x1";
   static constexpr const ArchTraits& arch = sm90;
   static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::gemm1x1, 8, 0}};
-  static constexpr ConvBlockShape blocks[] = {{{128, 64, 64}, {64, 64}, 6},
-                                              {{128, 128, 64}, {64, 128}, 6},
+  static constexpr ConvBlockShape blocks[] = {{{128, 128, 64}, {64, 128}, 6},
                                               {{256, 128, 64}, {128, 128}, 4},
                                               {{64, 256, 64}, {64, 256}, 5, WgSchedule::pingpong}};
   static constexpr int stages[] = {6};
@@ -119,11 +120,13 @@ struct Sm90ConvGemm1x1 {
 // with few output channels and pixels (7² and 14² maps at N = 32), where their tiles fit one wave: H200,
 // bf16 GEMM 1568x512x2048 (7² 2048->512) 64x112 1.07x cuBLASLt, 6272x256x1024 (14² 1024->256) 128x96
 // 0.99x with bias+ReLU, against 0.89x / 0.84x for the best default GEMM instance (as GEMM probes: not yet
-// timed as conv instances). 16-bit y, every built-in epilogue; no split-K, multicast or cluster_k.
+// timed as conv instances). 16-bit y, every built-in epilogue; no split-K, multicast or cluster_k. f16 only,
+// like the ping-pong im2col family: what the conv benchmarks measure; bf16 copies would cost ~8 s of compile
+// each in the 10-minute test build (bf16 convolutions keep the cooperative tiles of both routes).
 struct Sm90ConvGemm1x1Swap {
   static constexpr std::string_view name = "sm90_conv_gemm1x1_swap";
   static constexpr const ArchTraits& arch = sm90;
-  static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
+  static constexpr MathOp maths[] = {MathOp::wgmma_f16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::gemm1x1, 8, 0}};
   static constexpr ConvBlockShape blocks[] = {{{64, 112, 64}, {64, 112}, 9, WgSchedule::swap_ab},
                                               {{128, 96, 64}, {64, 96}, 7, WgSchedule::swap_ab}};
@@ -146,11 +149,12 @@ struct Sm90ConvIm2col {
 // The TMA im2col route with ping-pong consumers: two warpgroups take turns on whole tiles, each one's
 // epilogue under the other's mainloop (the GEMM's WgSchedule::pingpong). For layers with few k-tiles per
 // tile and few output channels (56² 64->64 3x3: 9 k-tiles, N = 64; N = 256: 0.72x cuDNN fused on the
-// cooperative 128x64 tile, whose epilogue stalls both consumers).
+// cooperative 128x64 tile, whose epilogue stalls both consumers; 0.77x on pp 128x64, H200 s12). f16 only (see
+// Sm90ConvGemm1x1Swap).
 struct Sm90ConvIm2colPingPong {
   static constexpr std::string_view name = "sm90_conv_tma_im2col_pingpong";
   static constexpr const ArchTraits& arch = sm90;
-  static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
+  static constexpr MathOp maths[] = {MathOp::wgmma_f16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::tma_im2col, 8, 0}};
   static constexpr ConvBlockShape blocks[] = {{{128, 64, 64}, {128, 64}, 7, WgSchedule::pingpong},
                                               {{128, 128, 64}, {128, 128}, 5, WgSchedule::pingpong}};
