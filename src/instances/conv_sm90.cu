@@ -8,6 +8,7 @@
 #include "ktune/conv/instantiate.cuh"
 
 KTUNE_REGISTER_CONV_FAMILY_PART(ktune::families::Sm90ConvGemm1x1, 0, 1)
+KTUNE_REGISTER_CONV_FAMILY_PART(ktune::families::Sm90ConvGemm1x1PingPong, 0, 1)
 KTUNE_REGISTER_CONV_FAMILY_PART(ktune::families::Sm90ConvGemm1x1Swap, 0, 1)
 KTUNE_REGISTER_CONV_FAMILY_PART(ktune::families::Sm90ConvIm2col, 0, 1)
 KTUNE_REGISTER_CONV_FAMILY_PART(ktune::families::Sm90ConvIm2colPingPong, 0, 1)

@@ -166,14 +166,16 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
                          conv_valid_count<families::Sm80ConvFewChannels> + conv_valid_count<families::Sm80ConvFewChannels3> +
                          conv_valid_count<families::Sm90ConvGemm1x1> + conv_valid_count<families::Sm90ConvIm2col> +
                          conv_valid_count<families::Sm80ConvStem> + conv_valid_count<families::Sm80ConvOptimizedWide> +
-                         conv_valid_count<families::Sm90ConvGemm1x1Swap> + conv_valid_count<families::Sm90ConvIm2colPingPong>;
+                         conv_valid_count<families::Sm90ConvGemm1x1Swap> + conv_valid_count<families::Sm90ConvIm2colPingPong> +
+                         conv_valid_count<families::Sm90ConvGemm1x1PingPong>;
   CHECK(conv_valid_count<families::Sm80ConvOptimized> == conv_family_size<families::Sm80ConvOptimized>);
   CHECK(conv_valid_count<families::Sm80ConvAnalytic> == conv_family_size<families::Sm80ConvAnalytic>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels> == conv_family_size<families::Sm80ConvFewChannels>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels3> == conv_family_size<families::Sm80ConvFewChannels3>);
-  // Hopper: block shapes with their own stage counts (3 for gemm1x1, 4 for tma_im2col) x f16/bf16
-  CHECK(conv_family_size<families::Sm90ConvGemm1x1> == 6);
-  CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 6);
+  // Hopper: block shapes with their own stage counts (2 for gemm1x1, 4 for tma_im2col) x f16/bf16
+  CHECK(conv_family_size<families::Sm90ConvGemm1x1> == 4);
+  CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 4);
+  CHECK(conv_valid_count<families::Sm90ConvGemm1x1PingPong> == 1);  // f16 pp 64x256
   CHECK(conv_family_size<families::Sm90ConvIm2col> == 8);
   CHECK(conv_valid_count<families::Sm90ConvIm2col> == 8);
   // ping-pong consumers: f16 x 128x64 s7, 128x128 s5
@@ -198,7 +200,7 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
     CHECK_FALSE(conv_supports_split_k(c));
     CHECK(conv_instance_name(c).view().find("_tn_swap_") != std::string_view::npos);
   }
-  CHECK(expected == 12 + 14 + 4 + 6 + 2 + 2);
+  CHECK(expected == 12 + 12 + 4 + 6 + 2 + 2 + 1);
   CHECK(conv_table().size() == expected);
   std::set<std::string> names;
   for (const auto& e : conv_table().entries()) {

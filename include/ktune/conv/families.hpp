@@ -98,20 +98,29 @@ struct Sm80ConvStem {
 // multiprocessor (two for 64x64). Kept few: every sm90 instance costs ~10 s of build. The choice among
 // them is sm90_conv_cost (conv/dispatch.hpp).
 
-// 1×1, stride 1, no padding (9 of the 15 ResNet-50 layers): the sm90 GEMM instance itself. The ping-pong
-// 64x256 tile (GEMM family Sm90WgmmaF16PingPong) for the short-K, wide layers (14² 256->1024: as a bf16 GEMM,
-// 6272x1024x256 ran 9.5 µs on it, the cooperative tiles 11.3-12.1 µs; H200 s12). No 128x64 tile: the TMA
-// im2col route's 128x64 (the same wgmma tile, loading 1×1 layers as well) is the one the tuner took on every
-// H200 run; the copy here cost ~8 s of compile per type (the 10-minute test build, notes/build-time.md).
+// 1×1, stride 1, no padding (9 of the 15 ResNet-50 layers): the sm90 GEMM instance itself. No 128x64 tile:
+// the TMA im2col route's 128x64 (the same wgmma tile, loading 1×1 layers as well) is the one the tuner took
+// on every H200 run; the copy here cost ~8 s of compile per type (the 10-minute test build,
+// notes/build-time.md).
 struct Sm90ConvGemm1x1 {
   static constexpr std::string_view name = "sm90_conv_gemm1x1";
   static constexpr const ArchTraits& arch = sm90;
   static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::gemm1x1, 8, 0}};
-  static constexpr ConvBlockShape blocks[] = {{{128, 128, 64}, {64, 128}, 6},
-                                              {{256, 128, 64}, {128, 128}, 4},
-                                              {{64, 256, 64}, {64, 256}, 5, WgSchedule::pingpong}};
+  static constexpr ConvBlockShape blocks[] = {{{128, 128, 64}, {64, 128}, 6}, {{256, 128, 64}, {128, 128}, 4}};
   static constexpr int stages[] = {6};
+};
+
+// The same route on the GEMM's ping-pong 64x256 tile (Sm90WgmmaF16PingPong), for the short-K, wide layers
+// (14² 256->1024: as a bf16 GEMM, 6272x1024x256 ran 9.5 µs on it, the cooperative tiles 11.3-12.1 µs; as a
+// conv at N = 32 0.93x -> 1.08x cuDNN fused; H200 s12). f16 only (see Sm90ConvGemm1x1Swap).
+struct Sm90ConvGemm1x1PingPong {
+  static constexpr std::string_view name = "sm90_conv_gemm1x1_pingpong";
+  static constexpr const ArchTraits& arch = sm90;
+  static constexpr MathOp maths[] = {MathOp::wgmma_f16};
+  static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::gemm1x1, 8, 0}};
+  static constexpr ConvBlockShape blocks[] = {{{64, 256, 64}, {64, 256}, 5, WgSchedule::pingpong}};
+  static constexpr int stages[] = {5};
 };
 
 // 1×1, stride 1, no padding on the GEMM's swap-AB instances (gemm/families.hpp Sm90WgmmaF16Swap and
