@@ -253,3 +253,17 @@ TEST_CASE("swap AB: the conv cost model puts the swap tiles first among the gemm
       MESSAGE("conv " << w.hw << "x" << w.hw << " " << w.c << "->" << w.k << " " << to_string(t) << ": " << best->name);
     }
 }
+
+TEST_CASE("supports_clusters: every instance takes clusters of 2 but the swap-AB ones; conv multicast follows it") {
+  int swap = 0;
+  for (const GemmKernelEntry& e : gemm_table().entries()) {
+    CAPTURE(e.name);
+    CHECK(supports_clusters(e.config) == !is_swap_ab(e.config));
+    swap += is_swap_ab(e.config) ? 1 : 0;
+  }
+  CHECK(swap == 4);  // f16/bf16 x 64x112, 128x96
+  for (const ConvKernelEntry& e : conv_table().entries()) {
+    CAPTURE(e.name);
+    CHECK(conv_supports_multicast(e.config) == (is_sm90_iterator(e.config.iterator) && !is_swap_ab(e.config.gemm)));
+  }
+}
