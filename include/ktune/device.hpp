@@ -2,6 +2,7 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <mutex>
 #include <vector>
 
@@ -15,6 +16,11 @@ inline Status cuda_status(cudaError_t err, std::string_view what) {
   return error(StatusCode::cuda_error,
                std::string(what) + ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
 }
+
+// The bit of device ordinal `dev` in a 64-bit "done once per device" set (launch-path caches: shared-memory
+// limits, image checks, cluster fits); 0 for ordinals outside [0, 64), whose callers then check every time
+// instead of aliasing another device's bit.
+constexpr std::uint64_t device_bit(int dev) { return dev >= 0 && dev < 64 ? std::uint64_t{1} << dev : 0; }
 
 // Number of visible CUDA devices; 0 when there is no device or no driver.
 inline int cuda_device_count() {

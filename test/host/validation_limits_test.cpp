@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gemm_problem.hpp"
+#include "ktune/device.hpp"
 #include "ktune/dispatch.hpp"
 #include "ktune/gemm/kernel/schedule.cuh"
 #include "ktune/gemm/tactics.hpp"
@@ -310,4 +311,13 @@ TEST_CASE("k_slice: slices cover every k-tile once, as evenly as possible, up to
         CHECK(kernel::k_slice(k_tiles, s, splits).first == static_cast<std::int64_t>(k_tiles) * s / splits);
     }
   CHECK(kernel::k_slice(40, 0, 0).count == 40);  // split_k ≤ 1 (kernel parameters of an unsplit launch): every k-tile
+}
+
+TEST_CASE("device_bit: one bit per ordinal below 64, none beyond (those devices are checked every time)") {
+  CHECK(device_bit(0) == 1u);
+  CHECK(device_bit(5) == 32u);
+  CHECK(device_bit(63) == (std::uint64_t{1} << 63));
+  CHECK(device_bit(64) == 0u);  // not ordinal 0's bit
+  CHECK(device_bit(65) == 0u);
+  CHECK(device_bit(-1) == 0u);
 }

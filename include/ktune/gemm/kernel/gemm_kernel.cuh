@@ -580,7 +580,7 @@ Status ensure_smem_limit(int bytes) {
   static std::atomic<std::uint64_t> configured{0};
   int dev = 0;
   KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&dev), "cudaGetDevice"));
-  const std::uint64_t bit = std::uint64_t{1} << (dev & 63);
+  const std::uint64_t bit = device_bit(dev);
   if (configured.load(std::memory_order_acquire) & bit) return {};
   KTUNE_RETURN_IF_ERROR(cuda_status(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
                                     "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)"));
@@ -602,7 +602,7 @@ bool pdl_image() {
     (void)cudaGetLastError();
     return false;
   }
-  const std::uint64_t bit = std::uint64_t{1} << (dev & 63);
+  const std::uint64_t bit = device_bit(dev);
   if (known.load(std::memory_order_acquire) & bit) return (capable.load(std::memory_order_relaxed) & bit) != 0;
   cudaFuncAttributes fa{};
   bool yes = false;
@@ -713,7 +713,7 @@ Status launch_cluster_split_k(const GemmConfig& c, const GemmDesc& d, const Gemm
                               bool programmatic = false) {
   int dev = 0;
   KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&dev), "cudaGetDevice"));
-  const std::uint64_t bit = std::uint64_t{1} << (dev & 63);
+  const std::uint64_t bit = device_bit(dev);
   // Per cluster size, the devices on which it was found to run (checked once: these queries cost more
   // than the launch).
   static std::atomic<std::uint64_t> fits[max_split_cluster + 1] = {};
