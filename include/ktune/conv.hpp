@@ -95,9 +95,10 @@ inline Status conv2d(const Conv2dDesc& desc, const Conv2dOperands& ops, cudaStre
   auto launch = [&](const ConvKernelEntry& e, const ConvLaunchOptions& lo) -> Status {
     if (lo.split_k > 1 && !conv_supports_split_k(e.config))
       return error(StatusCode::unsupported, "conv instance " + std::string(e.name) + " does not split K (split_k > 1)");
-    if (lo.multicast > 1 && !conv_supports_multicast(e.config))
-      return error(StatusCode::unsupported, "conv instance " + std::string(e.name) +
-                                                " does not multicast (multicast = 2: the Hopper routes but swap AB)");
+    if (lo.multicast > conv_multicast_limit(e.config))
+      return error(StatusCode::unsupported, "conv instance " + std::string(e.name) + " multicasts in clusters of up to " +
+                                                std::to_string(conv_multicast_limit(e.config)) + " CTAs, got " + std::to_string(lo.multicast) +
+                                                " (the Hopper routes but swap AB; more than 2 on tma_im2col only)");
     if (lo.persistent > 0 && !conv_supports_persistent(e.config))
       return error(StatusCode::unsupported, "conv instance " + std::string(e.name) +
                                                 " does not run a persistent grid (persistent > 0: the mma.sync optimized 128-row tiles)");

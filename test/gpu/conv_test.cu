@@ -570,6 +570,10 @@ TEST_CASE("conv2d: split-K sanitizer target") {
       lo = ConvLaunchOptions{};
       lo.multicast = 2;  // multicast pairs: the peer's TMA writes into this CTA's ring
       launches.push_back(lo);
+      if (conv_multicast_limit(e.config) >= 8) {  // and clusters of 8: seven peers do
+        lo.multicast = 8;
+        launches.push_back(lo);
+      }
     }
     lo = ConvLaunchOptions{};
     lo.split_k = 3;
@@ -589,9 +593,9 @@ TEST_CASE("conv2d: split-K sanitizer target") {
   if (runs == 0) MESSAGE("no split-capable conv instance runs on this device: skipped");
 }
 
-// Multicast pairs (ConvLaunchOptions::multicast = 2) on both Hopper routes: clusters of 2 CTAs on adjacent
-// tiles, each loading half of the box they share (tma_im2col: half the filters or half the pixels of the
-// im2col box; gemm1x1: the GEMM's pairs). Problems with an odd number of tiles along the paired
+// Multicast (ConvLaunchOptions::multicast) on both Hopper routes: clusters of 2 CTAs on adjacent tiles,
+// each loading half of the box they share (tma_im2col: half the filters or half the pixels of the im2col
+// box; gemm1x1: the GEMM's pairs), and on tma_im2col clusters of 4 and 8 (a quarter, an eighth each). Problems with an odd number of tiles along the paired
 // dimension (the partner of the last tile computes nothing), a single tile there, more pairs than fit
 // (the persistent walk), channel blocks partly past C, and every epilogue kind in turn, vs float64.
 TEST_CASE("conv2d: multicast pairs on the Hopper routes vs float64") {
@@ -612,7 +616,15 @@ TEST_CASE("conv2d: multicast pairs on the Hopper routes vs float64") {
   ConvLaunchOptions pairs;
   pairs.multicast = 2;
   std::vector<InstanceLaunches> table;
-  for (const ConvKernelEntry* entry : hopper) table.push_back({entry, {pairs}});
+  for (const ConvKernelEntry* entry : hopper) {
+    InstanceLaunches il{entry, {pairs}};
+    for (int mc = 4; mc <= conv_multicast_limit(entry->config); mc *= 2) {  // tma_im2col: clusters of 4 and 8
+      ConvLaunchOptions lo;
+      lo.multicast = mc;
+      il.launches.push_back(lo);
+    }
+    table.push_back(il);
+  }
   const int runs = check_rotating(mc_problems, table, epilogues(), 7300, true).all;
   MESSAGE(runs << " multicast runs");
   CHECK(runs > 0);
@@ -621,6 +633,16 @@ TEST_CASE("conv2d: multicast pairs on the Hopper routes vs float64") {
   with_split.split_k = 2;
   with_ck.cluster_k = 2;
   check_residual_and_refusals(ConvCase(P(2, 9, 11, 72, 136, 3, 3, 1, 1), 7390), pairs, hopper, {with_split, with_ck}, 7391);
+  // Clusters of 8: the tma_im2col instances take them (residual aliasing y), the gemm1x1 route refuses.
+  std::vector<const ConvKernelEntry*> eights;
+  for (const ConvKernelEntry* entry : hopper)
+    if (conv_multicast_limit(entry->config) >= 8) eights.push_back(entry);
+  CHECK(!eights.empty());
+  ConvLaunchOptions eight;
+  eight.multicast = 8;
+  ConvLaunchOptions eight_split = eight;
+  eight_split.split_k = 2;
+  check_residual_and_refusals(ConvCase(P(2, 9, 11, 72, 136, 3, 3, 1, 1), 7392), eight, eights, {eight_split}, 7393);
 }
 
 // Persistent grid on the mma.sync 128-row tiles (ConvLaunchOptions::persistent, conv2d_fprop_persistent_kernel):

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -251,5 +252,64 @@ TEST_CASE("conv persistent grid: which instances, proposals, names, refusals") {
   o.persistent = 1;
   CHECK(check_conv_launch_options(o).ok());
   o.split_k = 2;
+  CHECK(check_conv_launch_options(o).code() == StatusCode::invalid_argument);
+}
+
+TEST_CASE("conv multicast clusters: limits, proposals on 7x7 3x3 512->512, names, refusals") {
+  const DeviceInfo dev = ktune::test::fake_h200();
+  // tma_im2col takes clusters of up to 8 (each CTA's share of the shared box whole 8-row atoms), gemm1x1
+  // the GEMM's pairs, swap-AB and mma.sync none.
+  int eights = 0;
+  for (const ConvKernelEntry& e : conv_table().entries()) {
+    CAPTURE(e.name);
+    const int limit = conv_multicast_limit(e.config);
+    if (!conv_supports_multicast(e.config)) {
+      CHECK(limit == 1);
+    } else if (e.config.iterator == ConvIterator::gemm1x1) {
+      CHECK(limit == 2);
+    } else {
+      const GemmConfig& g = e.config.gemm;
+      const int shared_rows = sm90_pairs_along_m(g) ? g.tile.n : g.tile.m;
+      CHECK(limit >= 2);
+      CHECK(limit <= conv_max_multicast);
+      CHECK(shared_rows % (8 * limit) == 0);
+      eights += limit == 8;
+    }
+  }
+  CHECK(eights > 0);
+  // 7x7 3x3 512->512 at N = 32 (72 k-tiles, 1568 pixels: one partial wave): the 128x64 tile clusters along
+  // N (8 tile columns) in 2, 4 and 8 (cuDNN's choice: clusters of 8), each padded grid in one wave.
+  const Conv2dDesc d = conv_problem(32, 7, 7, 512, 512, 3, 3, 1, 1);
+  bool eight_on_128x64 = false;
+  const int proposed = check_f16_proposals(
+      d, dev, [](const ConvLaunchOptions& o) { return o.multicast > 1; },
+      [&](const ConvKernelEntry& e, const Conv2dDesc& dd, const ConvLaunchOptions& o) {
+        CHECK(o.multicast <= conv_multicast_limit(e.config));
+        CHECK(check_conv_launch_options(o).ok());
+        double rows = 0, cols = 0;
+        conv_tile_grid(e, dd, rows, cols);
+        const double along = sm90_pairs_along_m(e.config.gemm) ? rows : cols, other = sm90_pairs_along_m(e.config.gemm) ? cols : rows;
+        CHECK(along >= o.multicast);
+        CHECK(std::ceil(along / o.multicast) * o.multicast * other <= double(dev.sm_count) * sm90_conv_ctas_per_sm(e, dev));
+        const std::string name = check_conv_tactic_round_trip(e, o, dd, dev);
+        CHECK(name == std::string(e.name) + "@mc" + std::to_string(o.multicast));
+        eight_on_128x64 |= o.multicast == 8 && e.config.gemm.tile.m == 128 && e.config.gemm.tile.n == 64 &&
+                           e.config.iterator == ConvIterator::tma_im2col;
+      });
+  CHECK(proposed >= 3);
+  CHECK(eight_on_128x64);
+  // Names: mc2 / mc4 / mc8 only, canonical order; out of range or with split-K / cluster split-K: invalid.
+  const std::string why =
+      check_suffix_spellings({"mc8@rg16", &ConvLaunchOptions::multicast, 8, {"rg16@mc8", "mc1", "mc3", "mc16", "mc08", "split2p@mc4", "ck2@mc8"}});
+  CHECK(why.find("mc<N> excludes") != std::string::npos);
+  for (int mc : {0, 3, 6, 16}) {
+    ConvLaunchOptions bad;
+    bad.multicast = mc;
+    CHECK(check_conv_launch_options(bad).code() == StatusCode::invalid_argument);
+  }
+  ConvLaunchOptions o;
+  o.multicast = 4;
+  CHECK(check_conv_launch_options(o).ok());
+  o.cluster_k = 2;
   CHECK(check_conv_launch_options(o).code() == StatusCode::invalid_argument);
 }

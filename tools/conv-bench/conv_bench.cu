@@ -26,7 +26,8 @@
 // instance; --splits also times every split-K instance (the Hopper routes) with each split count given,
 // in parallel mode and, where the instance has it, serial mode, and with every cluster split-K size it
 // takes (cluster_k, "@ck2"). Those rows are named by tactic ("<instance>@split4p") and count for "best"
-// like instances. --multicast also times every Hopper instance in multicast pairs ("@mc2"). --sm80 times
+// like instances. --multicast also times every Hopper instance in each multicast cluster size it takes
+// ("@mc2", "@mc4", "@mc8"). --sm80 times
 // only the mma.sync instances and picks among them (the mma.sync tile policy): the issue's "with the
 // mma.sync families alone" figure, faster (no tuning: the "tuned" figures fall back to the pick); with
 // --tactics also their persistent grids ("@pk2").
@@ -261,11 +262,12 @@ int main(int argc, char** argv) {
           lo.cluster_k = ck;
           add_launch(lo);
         }
-      if (multicast && ktune::is_sm90_iterator(e.config.iterator)) {
-        ktune::ConvLaunchOptions lo;
-        lo.multicast = 2;
-        add_launch(lo);
-      }
+      if (multicast)  // every multicast cluster size the instance takes
+        for (int mc = 2; mc <= ktune::conv_multicast_limit(e.config); mc *= 2) {
+          ktune::ConvLaunchOptions lo;
+          lo.multicast = mc;
+          add_launch(lo);
+        }
       // The CSV's "tuned" mark: the tuned tactic's row, or its instance's default row when it has none.
       bool tuned_row = false;
       for (const auto& lo : launches) tuned_row |= tac != nullptr && tac->entry == &e && ktune::same_launch(tac->launch, lo);

@@ -17,6 +17,7 @@
 #include "ktune/conv/stem.hpp"
 #include "ktune/dispatch.hpp"
 #include "ktune/gemm/heuristic.hpp"
+#include "ktune/gemm/sm90_launch_policy.hpp"
 
 namespace ktune {
 
@@ -32,10 +33,10 @@ struct ConvLaunchOptions {
   // cluster's cluster_k CTAs split one output tile's k-tiles and rank 0 adds the others' accumulators
   // from distributed shared memory: no workspace, no second kernel. 1: off. Not with split_k > 1.
   int cluster_k = 1;
-  // 2: clusters of 2 CTAs on adjacent output tiles that share an operand box (the filters along M when
-  // BN ≥ BM, else the im2col / x box); each CTA loads half of it and multicasts it into both, so the
-  // pair reads a quarter to a third fewer operand bytes from L2 (the Hopper routes; 1: off). Not with
-  // split_k > 1 or cluster_k > 1.
+  // 2, 4 or 8: clusters of that many CTAs on adjacent output tiles that share an operand box (the filters
+  // along M when BN ≥ BM, else the im2col / x box); each CTA loads its share of it and multicasts it into
+  // all, so a cluster of c reads (c−1)/c of the shared box fewer from L2 per CTA (the Hopper routes, up to
+  // conv_multicast_limit; 1: off). Not with split_k > 1 or cluster_k > 1.
   int multicast = 1;
   // > 0: a persistent grid of this many CTAs per multiprocessor (at most the kernel's occupancy) walks the
   // output tiles, issuing each next tile's first k-tiles under the current tile's register epilogue
@@ -46,6 +47,8 @@ struct ConvLaunchOptions {
 // Largest cluster_k: the portable cluster size (8 CTAs); an instance's ring may hold fewer partials
 // (conv_cluster_k_limit).
 inline constexpr int conv_max_cluster_k = 8;
+// Largest ConvLaunchOptions::multicast: the portable cluster size.
+inline constexpr int conv_max_multicast = 8;
 // Largest ConvLaunchOptions::persistent (CTAs per multiprocessor): the mma.sync conv tiles fit at most 3.
 inline constexpr int conv_max_persistent = 4;
 
@@ -65,15 +68,15 @@ inline Status check_conv_launch_options(const ConvLaunchOptions& o) {
                                                    "], got " + std::to_string(o.cluster_k));
   if (o.cluster_k > 1 && o.split_k > 1)
     return error(StatusCode::invalid_argument, "conv cluster_k > 1 and split_k > 1 exclude each other");
-  if (o.multicast != 1 && o.multicast != 2)
-    return error(StatusCode::invalid_argument, "conv multicast must be 1 or 2, got " + std::to_string(o.multicast));
-  if (o.multicast == 2 && (o.split_k > 1 || o.cluster_k > 1))
-    return error(StatusCode::invalid_argument, "conv multicast = 2 excludes split_k > 1 and cluster_k > 1");
+  if (o.multicast != 1 && o.multicast != 2 && o.multicast != 4 && o.multicast != 8)
+    return error(StatusCode::invalid_argument, "conv multicast must be 1, 2, 4 or 8, got " + std::to_string(o.multicast));
+  if (o.multicast > 1 && (o.split_k > 1 || o.cluster_k > 1))
+    return error(StatusCode::invalid_argument, "conv multicast > 1 excludes split_k > 1 and cluster_k > 1");
   if (o.persistent < 0 || o.persistent > conv_max_persistent)
     return error(StatusCode::invalid_argument, "conv persistent must be in [0, " + std::to_string(conv_max_persistent) +
                                                    "] CTAs per multiprocessor, got " + std::to_string(o.persistent));
   if (o.persistent > 0 && (o.split_k > 1 || o.cluster_k > 1 || o.multicast > 1))
-    return error(StatusCode::invalid_argument, "conv persistent > 0 excludes split_k > 1, cluster_k > 1 and multicast = 2");
+    return error(StatusCode::invalid_argument, "conv persistent > 0 excludes split_k > 1, cluster_k > 1 and multicast > 1");
   return {};
 }
 
@@ -91,6 +94,19 @@ constexpr bool conv_supports_split_k(const ConvConfig& c) {
 // configuration that runs in clusters (supports_clusters: not the swap-AB ones).
 constexpr bool conv_supports_multicast(const ConvConfig& c) {
   return is_sm90_iterator(c.iterator) && supports_clusters(c.gemm);
+}
+
+// The largest multicast cluster an instance takes (1: none): 2 on the gemm1x1 route (the GEMM's clusters of
+// 2); on tma_im2col up to conv_max_multicast CTAs, as long as each CTA's share of the shared box (BN filters
+// when the clusters run along M, else BM pixels; mainloop.cuh sm90_pairs_along_m) is whole 8-row swizzle
+// atoms: 64-wide shared boxes take 8, as do 128 and 256.
+constexpr int conv_multicast_limit(const ConvConfig& c) {
+  if (!conv_supports_multicast(c)) return 1;
+  if (c.iterator != ConvIterator::tma_im2col) return 2;
+  const int shared_rows = sm90_pairs_along_m(c.gemm) ? c.gemm.tile.n : c.gemm.tile.m;
+  int mc = conv_max_multicast;
+  while (mc > 2 && (shared_rows % (8 * mc) != 0)) mc /= 2;
+  return shared_rows % 16 == 0 ? mc : 1;
 }
 
 // Conv instances that take ConvLaunchOptions::persistent > 0 (kernel/conv_kernel.cuh

@@ -8,7 +8,7 @@
 //   conv_gemm1x1+ktune_gemm_sm90_..._a8@split4p                           split-K 4, parallel reduction
 //   ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_128x128x64_..._a8@split2s  split-K 2, serial (in-kernel) sum
 //   ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_128x64x64_..._a8@ck2       cluster split-K 2
-//   ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_128x64x64_..._a8@mc2       multicast pairs
+//   ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_128x64x64_..._a8@mc8       multicast clusters of 8
 //   ktune_conv2d_fprop_sm80_f16_optimized_128x128x32_w64x64_s4_a8@pk2      persistent grid, 2 CTAs per SM
 //
 // Ranking (conv_rank_less): the order the heuristic conv choice uses, so rank 1 is exactly what the
@@ -72,7 +72,7 @@ inline std::string conv_tactic_name(std::string_view instance, const ConvLaunchO
 inline constexpr int conv_max_raster_group = 64;
 
 // Inverse of launch_suffix(ConvLaunchOptions): "split<N>s|p" (N in [2, max_split_k]), "ck<N>" (N in [2,
-// conv_max_cluster_k]), "mc2" and "rg<N>" (N in [1, 64], not the default 8), '@'-separated in that order,
+// conv_max_cluster_k]), "mc<N>" (N in 2, 4, 8) and "rg<N>" (N in [1, 64], not the default 8), '@'-separated in that order,
 // no leading zeros: every option set has one name.
 inline bool parse_conv_launch_suffix(std::string_view s, ConvLaunchOptions& out, std::string& why) {
   auto bad = [&](std::string w) {
@@ -99,7 +99,7 @@ inline bool parse_conv_launch_suffix(std::string_view s, ConvLaunchOptions& out,
         return bad("conv cluster_k '" + std::to_string(v) + "' is not an integer in [2, " + std::to_string(conv_max_cluster_k) + "]");
       o.cluster_k = v;
     } else if (number("mc", tail, v) && tail.empty()) {
-      if (v != 2) return bad("conv multicast '" + std::to_string(v) + "' is not 2 (pairs of CTAs)");
+      if (v != 2 && v != 4 && v != 8) return bad("conv multicast '" + std::to_string(v) + "' is not 2, 4 or 8 (CTAs per cluster)");
       o.multicast = v;
     } else if (number("pk", tail, v) && tail.empty()) {
       if (v < 1 || v > conv_max_persistent)
@@ -112,14 +112,14 @@ inline bool parse_conv_launch_suffix(std::string_view s, ConvLaunchOptions& out,
         return bad("raster group " + std::to_string(v) + " is the default (omit the launch options)");
       o.raster_group = v;
     } else {
-      return bad("conv launch options '" + std::string(s) + "': unknown option '" + std::string(knob) + "' (split<N>s|p, ck<N>, mc2, pk<N>, rg<N>)");
+      return bad("conv launch options '" + std::string(s) + "': unknown option '" + std::string(knob) + "' (split<N>s|p, ck<N>, mc<N>, pk<N>, rg<N>)");
     }
   }
   if (o.split_k > 1 && o.cluster_k > 1) return bad("conv launch options '" + std::string(s) + "': split<N> and ck<N> exclude each other");
   if (o.multicast > 1 && (o.split_k > 1 || o.cluster_k > 1))
-    return bad("conv launch options '" + std::string(s) + "': mc2 excludes split<N> and ck<N>");
+    return bad("conv launch options '" + std::string(s) + "': mc<N> excludes split<N> and ck<N>");
   if (o.persistent > 0 && (o.split_k > 1 || o.cluster_k > 1 || o.multicast > 1))
-    return bad("conv launch options '" + std::string(s) + "': pk<N> excludes split<N>, ck<N> and mc2");
+    return bad("conv launch options '" + std::string(s) + "': pk<N> excludes split<N>, ck<N> and mc<N>");
   if (s.empty() || launch_suffix(o) != s)
     return bad("conv launch options '" + std::string(s) + "' are not in canonical form (expected '" + launch_suffix(o) + "')");
   out = o;
@@ -235,23 +235,30 @@ inline std::vector<ConvLaunchOptions> conv_cluster_k_variants(const ConvKernelEn
   return out;
 }
 
-// Multicast pairs (multicast = 2) worth timing for a Hopper conv instance: where K is long (32 or more
-// k-tiles: the operand boxes from L2, not the stores, are the traffic), the grid is one partial wave
-// (tiles ≤ resident CTAs) and the paired tile dimension has at least two tiles (with one, the partner CTA
-// computes nothing). H200 s7-batchA (N = 32, f16, bias + ReLU): faster only there, 7² 3×3 512→512
-// tma_im2col 128x64 21.74 vs 23.82 µs, 7² 1×1 2048→512 gemm1x1 128x64 11.61 vs 13.26; slower by 2-25% on
-// 14², 28² and 56² layers and on 7² 512→2048 (8 k-tiles): e.g. 14² 1024→256 128x128 10.65 vs 10.15.
+// Multicast clusters (multicast = 2, 4, 8 up to conv_multicast_limit) worth timing for a Hopper conv
+// instance: where K is long (32 or more k-tiles: the operand boxes from L2, not the stores, are the
+// traffic), the grid is one partial wave (tiles, padded to whole clusters, ≤ resident CTAs) and the
+// clustered tile dimension has at least as many tiles as the cluster has CTAs. H200 s7-batchA (N = 32,
+// f16, bias + ReLU; pairs): faster only there, 7² 3×3 512→512 tma_im2col 128x64 21.74 vs 23.82 µs, 7² 1×1
+// 2048→512 gemm1x1 128x64 11.61 vs 13.26; slower by 2-25% on 14², 28² and 56² layers and on 7² 512→2048
+// (8 k-tiles): e.g. 14² 1024→256 128x128 10.65 vs 10.15. cuDNN runs 7² 3×3 512→512 (N = 32) as 128x64
+// tiles in clusters of 8 along N sharing the im2col box (ncu, s13-batchA: 18.9 µs).
 inline std::vector<ConvLaunchOptions> conv_multicast_variants(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
   std::vector<ConvLaunchOptions> out;
-  if (!conv_supports_multicast(e.config)) return out;
+  const int limit = conv_multicast_limit(e.config);
+  if (limit < 2) return out;
   double rows = 0, cols = 0;
   conv_tile_grid(e, d, rows, cols);
-  const double pair_dim = sm90_pairs_along_m(e.config.gemm) ? rows : cols;
+  const bool along_m = sm90_pairs_along_m(e.config.gemm);
+  const double pair_dim = along_m ? rows : cols, other = along_m ? cols : rows;
   const double slots = double(std::max(1, dev.sm_count)) * sm90_conv_ctas_per_sm(e, dev);
-  if (sm90_conv_k_tiles(e, d) < 32 || rows * cols > slots || pair_dim < 2) return out;
-  ConvLaunchOptions o;
-  o.multicast = 2;
-  out.push_back(o);
+  if (sm90_conv_k_tiles(e, d) < 32) return out;
+  for (int mc = 2; mc <= limit; mc *= 2) {
+    if (pair_dim < mc || std::ceil(pair_dim / mc) * mc * other > slots) continue;
+    ConvLaunchOptions o;
+    o.multicast = mc;
+    out.push_back(o);
+  }
   return out;
 }
 

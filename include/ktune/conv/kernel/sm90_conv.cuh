@@ -14,8 +14,8 @@
 //               of the persistent loop, fp32 partials, the GEMM's reduction kernel or serial finish.
 //               cluster_k > 1: the CTAs of a cluster split one tile's k-tiles and add their accumulators
 //               through distributed shared memory (gemm/kernel/sm90/cluster_k.cuh).
-// multicast = 2 (tma_im2col): clusters of 2 CTAs on adjacent tiles load half of the box they share each
-// and multicast it (ConvIm2colProducer; gemm1x1 passes it on as the GEMM's cluster = 2).
+// multicast = 2, 4, 8 (tma_im2col): clusters of that many CTAs on adjacent tiles each load their share of
+// the box they share and multicast it (ConvIm2colProducer); gemm1x1 passes 2 on as the GEMM's cluster = 2.
 #pragma once
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -69,6 +69,7 @@ Status launch_conv_gemm1x1(const Conv2dDesc& d, const Conv2dOperands& ops, const
   g.raster_group = opt.raster_group;
   g.split_k = opt.split_k;
   g.split_mode = opt.split_mode;
+  if (opt.multicast > 2) return error(StatusCode::unsupported, "the gemm1x1 route multicasts in clusters of 2 only (multicast > 2)");
   g.cluster = opt.multicast;  // 2: the GEMM's clusters of 2 multicast the shared operand
   GemmOperands go = conv_gemm1x1_operands(ops);
   if (g.split_k > 1) {  // split-K partials (and serial counters) from ktune's per-stream workspace pool
@@ -128,11 +129,11 @@ __device__ __forceinline__ void tma_load_3d_multicast(void* dst, const CUtensorM
 // one producer thread walks the k-tiles of a tile in order: Im2colWalk steps to the next box without
 // the integer divisions of im2col_box (a few per tile instead of per k-tile: the small tiles' k-tiles
 // take only a few hundred cycles of wgmma).
-// Multicast (a cluster launch of 2 with `multicast`; cluster = 2 here, 1 for cluster split-K): the two
-// CTAs compute adjacent tiles that share an operand, as the GEMM's pairs (mainloop.cuh: along M sharing
-// the filter box when BN ≥ BM, else along N sharing the im2col box), and each loads half of the shared box
-// into both: the filter map's boxes are then BN/2 filters, the im2col map's BM/2 pixels (rank r: pixels
-// m0 + r·BM/2..; the walk follows that pixel).
+// Multicast (a cluster launch of 2, 4 or 8 CTAs with `multicast`; 1 for cluster split-K): the cluster's
+// CTAs compute adjacent tiles that share an operand, as the GEMM's clusters (mainloop.cuh: along M sharing
+// the filter box when BN ≥ BM, else along N sharing the im2col box), and each loads its share of the shared
+// box into all of them: the filter map's boxes are then BN/cluster filters, the im2col map's BM/cluster
+// pixels (rank r: pixels m0 + r·BM/cluster..; the walk follows that pixel).
 template <GemmConfig C>
 struct ConvIm2colProducer {
   using ML = WgmmaMainloop<C>;
@@ -148,16 +149,17 @@ struct ConvIm2colProducer {
   __device__ __forceinline__ void load(char* stage, std::uint64_t* bar, TileCoord tc, int kt, unsigned cluster,
                                        unsigned rank) const {
     const int m0 = tc.m * C.tile.m, n0 = tc.n * C.tile.n;
-    if (cluster == 2) {
-      if constexpr (ML::pair_m) {  // the pair shares the filter box: half of its filters each
-        constexpr int half = C.tile.n / 2;
+    if (cluster > 1) {
+      const auto mask = static_cast<std::uint16_t>((1u << cluster) - 1u);
+      if constexpr (ML::pair_m) {  // the cluster shares the filter box: BN / cluster filters each
+        const int share = C.tile.n / static_cast<int>(cluster);
         const Im2colBox b = walk.box(g, m0, kt);
         tma_load_im2col_4d(stage, x, b.c0, b.w, b.h, b.n, b.off_w, b.off_h, bar);
-        tma_load_3d_multicast(stage + ML::a_bytes + int(rank) * half * ML::row_bytes, w, b.c0, b.tap, n0 + int(rank) * half, bar, 0x3);
-      } else {  // the pair shares the im2col box: half of its pixels each
-        constexpr int half = C.tile.m / 2;
-        const Im2colBox b = walk.box(g, m0 + int(rank) * half, kt);
-        tma_load_im2col_4d_multicast(stage + int(rank) * half * ML::row_bytes, x, b.c0, b.w, b.h, b.n, b.off_w, b.off_h, bar, 0x3);
+        tma_load_3d_multicast(stage + ML::a_bytes + int(rank) * share * ML::row_bytes, w, b.c0, b.tap, n0 + int(rank) * share, bar, mask);
+      } else {  // the cluster shares the im2col box: BM / cluster pixels each
+        const int share = C.tile.m / static_cast<int>(cluster);
+        const Im2colBox b = walk.box(g, m0 + int(rank) * share, kt);
+        tma_load_im2col_4d_multicast(stage + int(rank) * share * ML::row_bytes, x, b.c0, b.w, b.h, b.n, b.off_w, b.off_h, bar, mask);
         tma_load_3d(stage + ML::a_bytes, w, b.c0, b.tap, n0, bar);
       }
       return;
@@ -171,7 +173,7 @@ struct ConvIm2colProducer {
 
 // CfgT::value is a ConvConfig with iterator tma_im2col. y_store_boxes > 0: y leaves through the
 // asynchronous TMA store (tma_y; gemm/kernel/sm90/epilogue.cuh), as the GEMM's D does; wide.ring > 0: the
-// wide store (tma_y is y's 3-D view). multicast: a cluster launch of 2 pairs tiles (else clusters split K).
+// wide store (tma_y is y's 3-D view). multicast: a cluster launch shares boxes between tiles (else clusters split K).
 template <class CfgT, class Epi>
 __global__ void __launch_bounds__(CfgT::value.gemm.threads(), 1)
     conv_im2col_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w,
@@ -289,17 +291,25 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
   const std::int64_t tiles_m = ceil_div(s.m, std::int64_t{C.tile.m}), tiles_n = ceil_div(d.k, std::int64_t{C.tile.n});
   const std::int64_t tiles = tiles_m * tiles_n;
   if (tiles > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
-  // Multicast pairs (opt.multicast = 2): clusters of 2 CTAs on adjacent tiles that share an operand box
-  // (ConvIm2colProducer); a persistent grid of as many pairs as fit.
+  // Multicast (opt.multicast = 2, 4 or 8): clusters of that many CTAs on adjacent tiles that share an
+  // operand box (ConvIm2colProducer); a persistent grid of as many clusters as fit.
   using ML = WgmmaMainloop<C>;
-  static const int pair_clusters = resident_clusters<kernel>(C.threads(), smem, 2);
-  const bool multicast = opt.multicast == 2;
-  if (multicast && pair_clusters < 1)
-    return error(StatusCode::unsupported, "a cluster of 2 CTAs of this instance does not fit the device (multicast)");
+  const int mc = opt.multicast > 1 ? opt.multicast : 1;
+  if (mc > conv_multicast_limit(CfgT::value))
+    return error(StatusCode::unsupported, "this instance multicasts in clusters of up to " +
+                                              std::to_string(conv_multicast_limit(CfgT::value)) + " CTAs, got " + std::to_string(mc));
+  static std::atomic<int> resident[conv_max_multicast + 1] = {};  // clusters of mc CTAs that fit (asked once per size; -1: none)
+  if (mc > 1 && resident[mc].load(std::memory_order_relaxed) == 0) {
+    const int n = resident_clusters<kernel>(C.threads(), smem, mc);
+    resident[mc].store(n > 0 ? n : -1, std::memory_order_relaxed);
+  }
+  const int mc_clusters = mc > 1 ? resident[mc].load(std::memory_order_relaxed) : 0;
+  if (mc > 1 && mc_clusters < 1)
+    return error(StatusCode::unsupported, "a cluster of " + std::to_string(mc) + " CTAs of this instance does not fit the device (multicast)");
 
   CUtensorMap tx, tw;
-  KTUNE_RETURN_IF_ERROR(make_im2col_map(tx, d, ops.x, multicast && !ML::pair_m ? C.tile.m / 2 : C.tile.m));
-  KTUNE_RETURN_IF_ERROR(make_filter_map(tw, d, ops.w, multicast && ML::pair_m ? C.tile.n / 2 : C.tile.n));
+  KTUNE_RETURN_IF_ERROR(make_im2col_map(tx, d, ops.x, mc > 1 && !ML::pair_m ? C.tile.m / mc : C.tile.m));
+  KTUNE_RETURN_IF_ERROR(make_filter_map(tw, d, ops.w, mc > 1 && ML::pair_m ? C.tile.n / mc : C.tile.n));
 
   GemmParams<typename Epi::Params> p{};
   p.m = static_cast<int>(s.m);
@@ -320,7 +330,7 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
 
   // y (an M × K matrix, ld K) through the asynchronous TMA store where y and the epilogue allow it; the
   // wide store for tiles of few k-tiles (not in clusters: their rings are busy), as the GEMM's D.
-  const int cluster = cluster_k > 1 ? cluster_k : multicast ? 2 : 1;
+  const int cluster = cluster_k > 1 ? cluster_k : mc;
   const ConvTmaGeometry geo = conv_tma_geometry(d);
   const Sm90DStore ys =
       sm90_d_store<C, Sm90Schedule{}, Epi>(d.out_type, ops.y, s.m, d.k, d.k, d.epilogue, split_k, cluster, geo.k_tiles, ops.bias);
@@ -335,11 +345,11 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
     return sm90_launch<Epi>(kernel, tiles * cluster_k, cluster_k, C.threads(), smem, stream, p, gd, false,
                             "sm90 conv2d (TMA im2col, cluster split-K) kernel launch", tx, tw, p, geo, ys.map, ys.boxes, ys.wide, false);
   }
-  if (multicast) {  // pairs of tiles along M or N (the kernel's walk of units, as the GEMM's clusters of 2)
+  if (mc > 1) {  // clusters of mc tiles along M or N (the kernel's walk of units, as the GEMM's clusters)
     const std::int64_t pair_dim = ML::pair_m ? tiles_m : tiles_n;
-    const std::int64_t units = ceil_div(pair_dim, std::int64_t{2}) * (tiles / pair_dim);
-    return sm90_launch<Epi>(kernel, 2 * std::min<std::int64_t>(units, pair_clusters), 2, C.threads(), smem, stream, p, gd, false,
-                            "sm90 conv2d (TMA im2col, multicast pairs) kernel launch", tx, tw, p, geo, ys.map, ys.boxes, ys.wide, true);
+    const std::int64_t units = ceil_div(pair_dim, std::int64_t{mc}) * (tiles / pair_dim);
+    return sm90_launch<Epi>(kernel, mc * std::min<std::int64_t>(units, mc_clusters), mc, C.threads(), smem, stream, p, gd, false,
+                            "sm90 conv2d (TMA im2col, multicast clusters) kernel launch", tx, tw, p, geo, ys.map, ys.boxes, ys.wide, true);
   }
   const std::int64_t slots = std::int64_t{dev.sm_count > 0 ? dev.sm_count : 1} * per_sm_blocks;
   const std::int64_t works = tiles * std::max(1, split.split_k);  // split-K: (tile, k-slice) units

@@ -186,11 +186,12 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   constexpr int bias_offset = S * ML::stage_bytes + sm90_kernel_staging_bytes(C, Sch);  // bias buffers, then barriers
   auto* bars = reinterpret_cast<std::uint64_t*>(ring + bias_offset + sm90_kernel_bias_bytes(C, Sch));
   const Pipeline<S> pipe{bars, bars + S};
-  // A cluster launch (2 CTAs) multicasts the shared operand; a plain launch has a cluster of 1.
+  // A cluster launch (2 CTAs; conv's tma_im2col route also 4 or 8) multicasts the shared operand; a plain
+  // launch has a cluster of 1.
   const unsigned cluster = cuda::ptx::get_sreg_cluster_nctarank();
   const unsigned rank = cluster > 1 ? cuda::ptx::get_sreg_cluster_ctarank() : 0u;
   // CTAs that share (multicast) a slot's operands: the cluster, but 1 where the cluster splits K (a
-  // ClusterK kernel's cluster launch, unless its producer says the launch multicasts: conv's mc2).
+  // ClusterK kernel's cluster launch, unless its producer says the launch multicasts: conv's @mc<N>).
   const bool cluster_k = ClusterK && cluster > 1 && !producer_multicasts(producer);
   const unsigned mcast = cluster_k ? 1u : cluster;
   // Wide store (epilogue.cuh: sm90_wide_layout): the consumer warps' store buffers in the ring stages the
@@ -393,7 +394,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
           if (kt == kr.count - 1 && more_work(next_work(unit))) consumer_order_signal(1 - cw);
         ML::mma(acc, d0, st.stage, kt > 0);
         wgmma_wait<1>();  // the previous k-tile's wgmmas are done: its slot may be refilled
-        if (kt > 0 && lane == 0) pipe.release(previous, mcast);
+        if (kt > 0) pipe.release(previous, mcast, lane);
         previous = st.stage;
         st.advance();
       }
@@ -410,7 +411,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
         }
       }
       wgmma_wait<0>();
-      if (lane == 0 && kr.count > 0) pipe.release(previous, mcast);
+      if (kr.count > 0) pipe.release(previous, mcast, lane);
 #pragma unroll
       for (int mi = 0; mi < ML::MI; ++mi) fence_registers(acc[mi]);
 
@@ -504,7 +505,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     if constexpr (async_capable)
       if (async_store) store_async_drain();
   }
-  // A CTA may exit only when its peer no longer multicasts into it or arrives on its barriers.
+  // A CTA may exit only when its peers no longer multicast into it or arrive on its barriers.
   if (cluster > 1) {
     cuda::ptx::barrier_cluster_arrive();
     cuda::ptx::barrier_cluster_wait();
@@ -542,7 +543,7 @@ Status ensure_sm90_image() {
   static std::atomic<std::uint64_t> checked{0};
   int dev = 0;
   KTUNE_RETURN_IF_ERROR(cuda_status(cudaGetDevice(&dev), "cudaGetDevice"));
-  const std::uint64_t bit = std::uint64_t{1} << (dev & 63);
+  const std::uint64_t bit = device_bit(dev);
   if (checked.load(std::memory_order_acquire) & bit) return {};
   cudaFuncAttributes a{};
   KTUNE_RETURN_IF_ERROR(cuda_status(cudaFuncGetAttributes(&a, Kernel), "cudaFuncGetAttributes"));
@@ -712,7 +713,7 @@ Status launch_with(const GemmDesc& d0, const typename Epi::Params& ep, const Gem
   CUtensorMap ta, tb;
   const DType t = C.operand();
   constexpr bool tf32_map = uses_tf32_tensor_map<CfgT>();
-  const bool mc = cluster == 2;
+  const int mc = cluster;  // CTAs sharing the multicast operand
   if constexpr (ML::a_kc)
     KTUNE_RETURN_IF_ERROR(make_tensor_map(ta, t, ops.a, d.k, d.m, d.lda, C.tile.k, ML::a_box_outer(mc), tf32_map));
   else
