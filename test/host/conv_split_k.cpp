@@ -277,25 +277,36 @@ TEST_CASE("conv multicast clusters: limits, proposals on 7x7 3x3 512->512, names
     }
   }
   CHECK(eights > 0);
-  // 7x7 3x3 512->512 at N = 32 (72 k-tiles, 1568 pixels: one partial wave): the 128x64 tile clusters along
-  // N (8 tile columns) in 2, 4 and 8 (cuDNN's choice: clusters of 8), each padded grid in one wave.
-  const Conv2dDesc d = conv_problem(32, 7, 7, 512, 512, 3, 3, 1, 1);
+  // 7x7 3x3 512->512 at N = 32 (72 k-tiles, 1568 pixels: one partial wave): up to clusters of 8, the 128x64
+  // tile clusters along N (8 tile columns) in 2, 4 and 8 (cuDNN's choice: clusters of 8), each padded grid
+  // in one wave; the tuner's own proposals stop at conv_tuned_multicast_max.
+  Conv2dDesc d = conv_problem(32, 7, 7, 512, 512, 3, 3, 1, 1);
+  d.type = d.out_type = DType::f16;
+  d.epilogue = bias_activation(Activation::relu);
   bool eight_on_128x64 = false;
-  const int proposed = check_f16_proposals(
-      d, dev, [](const ConvLaunchOptions& o) { return o.multicast > 1; },
-      [&](const ConvKernelEntry& e, const Conv2dDesc& dd, const ConvLaunchOptions& o) {
-        CHECK(o.multicast <= conv_multicast_limit(e.config));
-        CHECK(check_conv_launch_options(o).ok());
-        double rows = 0, cols = 0;
-        conv_tile_grid(e, dd, rows, cols);
-        const double along = sm90_pairs_along_m(e.config.gemm) ? rows : cols, other = sm90_pairs_along_m(e.config.gemm) ? cols : rows;
-        CHECK(along >= o.multicast);
-        CHECK(std::ceil(along / o.multicast) * o.multicast * other <= double(dev.sm_count) * sm90_conv_ctas_per_sm(e, dev));
-        const std::string name = check_conv_tactic_round_trip(e, o, dd, dev);
-        CHECK(name == std::string(e.name) + "@mc" + std::to_string(o.multicast));
-        eight_on_128x64 |= o.multicast == 8 && e.config.gemm.tile.m == 128 && e.config.gemm.tile.n == 64 &&
-                           e.config.iterator == ConvIterator::tma_im2col;
-      });
+  int proposed = 0;
+  for (const ConvKernelEntry& e : conv_table().entries()) {
+    if (e.config.operand() != DType::f16 || !can_implement(e, d, ConvAlignment{8, 8, 8}, &dev).ok()) continue;
+    CAPTURE(e.name);
+    for (const ConvLaunchOptions& o : conv_multicast_variants(e, d, dev, conv_max_multicast)) {
+      ++proposed;
+      CHECK(o.multicast <= conv_multicast_limit(e.config));
+      CHECK(check_conv_launch_options(o).ok());
+      double rows = 0, cols = 0;
+      conv_tile_grid(e, d, rows, cols);
+      const bool along_m = sm90_pairs_along_m(e.config.gemm);
+      const double along = along_m ? rows : cols, other = along_m ? cols : rows;
+      CHECK(along >= o.multicast);
+      CHECK(std::ceil(along / o.multicast) * o.multicast * other <= double(dev.sm_count) * sm90_conv_ctas_per_sm(e, dev));
+      CHECK(conv_tactic_name(e.name, o) == std::string(e.name) + "@mc" + std::to_string(o.multicast));
+      eight_on_128x64 |= o.multicast == 8 && e.config.gemm.tile.m == 128 && e.config.gemm.tile.n == 64 &&
+                         e.config.iterator == ConvIterator::tma_im2col;
+    }
+    for (const ConvLaunchOptions& o : conv_launch_variants(e, d, dev)) {
+      CHECK(o.multicast <= conv_tuned_multicast_max);
+      if (o.multicast > 1) check_conv_tactic_round_trip(e, o, d, dev);
+    }
+  }
   CHECK(proposed >= 3);
   CHECK(eight_on_128x64);
   // Names: mc2 / mc4 / mc8 only, canonical order; out of range or with split-K / cluster split-K: invalid.

@@ -61,27 +61,65 @@ inline GemmOperands conv_gemm1x1_operands(const Conv2dOperands& o) {
   return g;
 }
 
+// The launch of a 1x1 convolution as the GEMM it is, through `gemm_launch` (an sm90 GEMM launcher of
+// CfgT::value.gemm: this TU's own instantiation, or the GEMM table entry's, launch_conv_gemm1x1_table).
 template <class CfgT>
-Status launch_conv_gemm1x1(const Conv2dDesc& d, const Conv2dOperands& ops, const ConvLaunchOptions& opt,
-                           cudaStream_t stream) {
+Status launch_conv_gemm1x1_with(Status (*gemm_launch)(const GemmDesc&, const GemmOperands&, const GemmLaunchOptions&, cudaStream_t),
+                                const Conv2dDesc& d, const Conv2dOperands& ops, const ConvLaunchOptions& opt, cudaStream_t stream) {
   if (opt.cluster_k > 1) return error(StatusCode::unsupported, "the gemm1x1 route does not split K in clusters (cluster_k > 1)");
+  if (opt.multicast > 2) return error(StatusCode::unsupported, "the gemm1x1 route multicasts in clusters of 2 only (multicast > 2)");
   GemmLaunchOptions g;
   g.raster_group = opt.raster_group;
   g.split_k = opt.split_k;
   g.split_mode = opt.split_mode;
-  if (opt.multicast > 2) return error(StatusCode::unsupported, "the gemm1x1 route multicasts in clusters of 2 only (multicast > 2)");
   g.cluster = opt.multicast;  // 2: the GEMM's clusters of 2 multicast the shared operand
   GemmOperands go = conv_gemm1x1_operands(ops);
   if (g.split_k > 1) {  // split-K partials (and serial counters) from ktune's per-stream workspace pool
     const std::size_t need = split_k_layout(ConvGemmConfig<CfgT>::value, resolved(conv_gemm1x1_desc(d)), g).total_bytes;
     KTUNE_RETURN_IF_ERROR(gemm_workspace_pool().acquire(stream, need, go.workspace, go.workspace_bytes));
   }
-  return launch_builtin<ConvGemmConfig<CfgT>>(conv_gemm1x1_desc(d), go, g, stream);
+  return gemm_launch(conv_gemm1x1_desc(d), go, g, stream);
+}
+
+template <class CfgT>
+Status launch_conv_gemm1x1(const Conv2dDesc& d, const Conv2dOperands& ops, const ConvLaunchOptions& opt,
+                           cudaStream_t stream) {
+  return launch_conv_gemm1x1_with<CfgT>(&launch_builtin<ConvGemmConfig<CfgT>>, d, ops, opt, stream);
 }
 
 template <class CfgT>
 cudaError_t conv_gemm1x1_attributes(cudaFuncAttributes* a) {
   return attributes_of<ConvGemmConfig<CfgT>>(a);
+}
+
+// Families whose tiles are GEMM table instances (ConvFamily::gemm_table_kernels): the 1x1 route runs the
+// GEMM entry of the same configuration (found by its instance name, as gemm/route/repack_route.cuh finds
+// its inner instance), so the conv TU compiles no second copy of that kernel (~8 s of CPU each in the
+// 2-core test build). Nothing is launched when the entry is missing (a program without the GEMM TUs).
+template <class CfgT>
+const GemmKernelEntry* conv_gemm1x1_table_entry() {
+  static constexpr InstanceName gemm_name = instance_name(CfgT::value.gemm);
+  static const GemmKernelEntry* const e = [] {
+    const GemmKernelEntry* f = gemm_table().find(gemm_name.view());
+    return f != nullptr && f->config == CfgT::value.gemm && f->launch != nullptr ? f : nullptr;
+  }();
+  return e;
+}
+
+template <class CfgT>
+Status launch_conv_gemm1x1_table(const Conv2dDesc& d, const Conv2dOperands& ops, const ConvLaunchOptions& opt,
+                                 cudaStream_t stream) {
+  const GemmKernelEntry* e = conv_gemm1x1_table_entry<CfgT>();
+  if (e == nullptr)
+    return error(StatusCode::no_instance, "the gemm1x1 route's GEMM instance " + std::string(instance_name(CfgT::value.gemm).view()) +
+                                              " is not registered in gemm_table()");
+  return launch_conv_gemm1x1_with<CfgT>(e->launch, d, ops, opt, stream);
+}
+
+template <class CfgT>
+cudaError_t conv_gemm1x1_table_attributes(cudaFuncAttributes* a) {
+  const GemmKernelEntry* e = conv_gemm1x1_table_entry<CfgT>();
+  return e != nullptr && e->attributes != nullptr ? e->attributes(a) : cudaErrorInvalidDeviceFunction;
 }
 
 // ---- tma_im2col --------------------------------------------------------------------------------------
@@ -140,30 +178,37 @@ struct ConvIm2colProducer {
   const CUtensorMap* x;  // im2col map over x (NHWC)
   const CUtensorMap* w;  // tiled map {C, R·S, K} over the filters
   ConvTmaGeometry g;
-  bool multicast = false;  // a cluster launch pairs tiles (not cluster split-K): warp_specialized_gemm reads it
+  bool multicast = false;  // a cluster launch shares boxes (not cluster split-K): warp_specialized_gemm reads it
+  static constexpr unsigned max_multicast = conv_max_multicast;  // clusters of up to 8 (producer_max_multicast)
   mutable Im2colWalk walk{};
   __device__ __forceinline__ void prefetch() const {
     prefetch_tensor_map(x);
     prefetch_tensor_map(w);
   }
+  // A cluster of Cl CTAs: this CTA (rank) loads its 1/Cl of the shared box into all of them.
+  template <int Cl>
+  __device__ __forceinline__ void load_shared(char* stage, std::uint64_t* bar, int m0, int n0, int kt, unsigned rank) const {
+    constexpr std::uint16_t mask = (1u << Cl) - 1u;
+    if constexpr (ML::pair_m) {  // the cluster shares the filter box: BN / Cl filters each
+      constexpr int share = C.tile.n / Cl;
+      const Im2colBox b = walk.box(g, m0, kt);
+      tma_load_im2col_4d(stage, x, b.c0, b.w, b.h, b.n, b.off_w, b.off_h, bar);
+      tma_load_3d_multicast(stage + ML::a_bytes + int(rank) * share * ML::row_bytes, w, b.c0, b.tap, n0 + int(rank) * share, bar, mask);
+    } else {  // the cluster shares the im2col box: BM / Cl pixels each
+      constexpr int share = C.tile.m / Cl;
+      const Im2colBox b = walk.box(g, m0 + int(rank) * share, kt);
+      tma_load_im2col_4d_multicast(stage + int(rank) * share * ML::row_bytes, x, b.c0, b.w, b.h, b.n, b.off_w, b.off_h, bar, mask);
+      tma_load_3d(stage + ML::a_bytes, w, b.c0, b.tap, n0, bar);
+    }
+  }
   __device__ __forceinline__ void load(char* stage, std::uint64_t* bar, TileCoord tc, int kt, unsigned cluster,
                                        unsigned rank) const {
     const int m0 = tc.m * C.tile.m, n0 = tc.n * C.tile.n;
-    if (cluster > 1) {
-      const auto mask = static_cast<std::uint16_t>((1u << cluster) - 1u);
-      if constexpr (ML::pair_m) {  // the cluster shares the filter box: BN / cluster filters each
-        const int share = C.tile.n / static_cast<int>(cluster);
-        const Im2colBox b = walk.box(g, m0, kt);
-        tma_load_im2col_4d(stage, x, b.c0, b.w, b.h, b.n, b.off_w, b.off_h, bar);
-        tma_load_3d_multicast(stage + ML::a_bytes + int(rank) * share * ML::row_bytes, w, b.c0, b.tap, n0 + int(rank) * share, bar, mask);
-      } else {  // the cluster shares the im2col box: BM / cluster pixels each
-        const int share = C.tile.m / static_cast<int>(cluster);
-        const Im2colBox b = walk.box(g, m0 + int(rank) * share, kt);
-        tma_load_im2col_4d_multicast(stage + int(rank) * share * ML::row_bytes, x, b.c0, b.w, b.h, b.n, b.off_w, b.off_h, bar, mask);
-        tma_load_3d(stage + ML::a_bytes, w, b.c0, b.tap, n0, bar);
-      }
-      return;
-    }
+    // Clusters of 2, 4, 8 as compile-time sizes: a run-time share (a shift by log2(cluster)) made ptxas spill
+    // the 256x128 tile's producer (60 bytes, sm_90a).
+    if (cluster == 2) return load_shared<2>(stage, bar, m0, n0, kt, rank);
+    if (cluster == 4) return load_shared<4>(stage, bar, m0, n0, kt, rank);
+    if (cluster == 8) return load_shared<8>(stage, bar, m0, n0, kt, rank);
     const Im2colBox b = walk.box(g, m0, kt);
     tma_load_im2col_4d(stage, x, b.c0, b.w, b.h, b.n, b.off_w, b.off_h, bar);
     tma_load_3d(stage + ML::a_bytes, w, b.c0, b.tap, n0, bar);

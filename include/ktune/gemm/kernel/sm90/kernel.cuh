@@ -126,6 +126,14 @@ struct GemmTmaProducer {
   }
 };
 
+// The largest cluster a producer multicasts into: a member `max_multicast` (conv's tma_im2col producer: 8),
+// else 2 (the GEMM's pairs). Consumers of larger clusters release slots with one lane per CTA.
+template <class Producer>
+constexpr unsigned producer_max_multicast() {
+  if constexpr (requires { Producer::max_multicast; }) return Producer::max_multicast;
+  else return 2;
+}
+
 // Does a cluster launch of this producer multicast the shared operand even in a ClusterK kernel? (A
 // member `multicast`, set per launch: conv's tma_im2col producer; the GEMM's producer never splits K.)
 template <class Producer>
@@ -298,6 +306,13 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     // workspace) comes after the previous grid: it may write what this grid reads or read what it writes.
     cudaGridDependencySynchronize();
     const int cw = wg - 1, lane = threadIdx.x & 31, warp_in_wg = (threadIdx.x >> 5) & 3;
+    auto release_slot = [&](int slot) {  // this warp no longer reads ring slot `slot`
+      if constexpr (producer_max_multicast<Producer>() <= 2) {
+        if (lane == 0) pipe.release(slot, mcast);
+      } else {
+        pipe.release_by_lanes(slot, mcast, static_cast<unsigned>(lane));
+      }
+    };
     const int sub = PingPong ? 0 : cw;  // which warpgroup sub-tile of the block tile this consumer computes
     constexpr int warp_staging_bytes = sm90_kernel_staging_bytes(C, Sch) / (4 * consumer_wgs);
     float* stage_warp = staging + ((threadIdx.x - 128) >> 5) * (warp_staging_bytes / 4);
@@ -394,7 +409,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
           if (kt == kr.count - 1 && more_work(next_work(unit))) consumer_order_signal(1 - cw);
         ML::mma(acc, d0, st.stage, kt > 0);
         wgmma_wait<1>();  // the previous k-tile's wgmmas are done: its slot may be refilled
-        if (kt > 0) pipe.release(previous, mcast, lane);
+        if (kt > 0) release_slot(previous);
         previous = st.stage;
         st.advance();
       }
@@ -411,7 +426,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
         }
       }
       wgmma_wait<0>();
-      if (kr.count > 0) pipe.release(previous, mcast, lane);
+      if (kr.count > 0) release_slot(previous);
 #pragma unroll
       for (int mi = 0; mi < ML::MI; ++mi) fence_registers(acc[mi]);
 

@@ -57,43 +57,42 @@ struct WgmmaMainloop {
   static constexpr bool pair_m = sm90_pairs_along_m(C);
 
   // TMA box shapes {inner = BK (K-major) or mn_box_inner (MN-major), outer} for the host's tensor
-  // maps. A multicast K-major operand is loaded as `parts` boxes, one per CTA of the cluster.
+  // maps. A multicast K-major operand is loaded as `parts` boxes, one per CTA of the cluster (the GEMM: 2).
   static constexpr unsigned a_box_outer(int parts) { return a_kc ? (parts > 1 && !pair_m ? BM / parts : BM) : 64; }
   static constexpr unsigned b_box_outer(int parts) { return b_kc ? (parts > 1 && pair_m ? BN / parts : BN) : 64; }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // One operand's k-tile: Rows MN-rows from mn0, K from k0. Multicast over `parts` CTAs (1: none): this
-  // CTA (rank r) loads its share into all of them (K-major: rows r·Rows/parts..; MN-major: the 64-row
-  // boxes j with j % parts == r).
+  // One operand's k-tile: Rows MN-rows from mn0, K from k0. Multicast: this CTA (rank 0 or 1 of a pair)
+  // loads its half (K-major: rows rank·Rows/2..; MN-major: every other 64-row box) into both CTAs.
+  // (The GEMM's clusters are pairs; conv's larger clusters have their own producer, sm90_conv.cuh.)
   template <bool KMajor, int Rows>
   __device__ __forceinline__ static void load_operand(const CUtensorMap* map, char* dst, std::uint64_t* bar, int mn0,
-                                                      int k0, unsigned parts, unsigned rank) {
-    const auto mask = static_cast<std::uint16_t>((1u << parts) - 1u);
+                                                      int k0, bool multicast, unsigned rank) {
     if constexpr (KMajor) {
-      if (parts == 1) {
+      if (!multicast) {
         tma_load_2d(dst, map, k0, mn0, bar);
       } else {
-        const int share = Rows / static_cast<int>(parts);
-        tma_load_2d_multicast(dst + int(rank) * share * row_bytes, map, k0, mn0 + int(rank) * share, bar, mask);
+        constexpr int half = Rows / 2;
+        tma_load_2d_multicast(dst + rank * half * row_bytes, map, k0, mn0 + int(rank) * half, bar, 0x3);
       }
     } else {
 #pragma unroll
       for (int j = 0; j < Rows / 64; ++j) {
-        if (parts == 1)
+        if (!multicast)
           tma_load_2d(dst + j * box_bytes, map, mn0 + 64 * j, k0, bar);
-        else if (j % int(parts) == int(rank))
-          tma_load_2d_multicast(dst + j * box_bytes, map, mn0 + 64 * j, k0, bar, mask);
+        else if ((j & 1) == int(rank))
+          tma_load_2d_multicast(dst + j * box_bytes, map, mn0 + 64 * j, k0, bar, 0x3);
       }
     }
   }
 
   // Producer: copy the k-tile at k0 of block tile (m0, n0) into `stage`, counting bytes on `bar`
-  // (cluster > 1: the shared operand is multicast, see above).
+  // (cluster = 2: the shared operand is multicast, see above).
   __device__ __forceinline__ static void load(const CUtensorMap* ta, const CUtensorMap* tb, char* stage,
                                               std::uint64_t* bar, int m0, int n0, int k0, unsigned cluster,
                                               unsigned rank) {
-    load_operand<a_kc, BM>(ta, stage, bar, m0, k0, pair_m ? 1u : cluster, rank);
-    load_operand<b_kc, BN>(tb, stage + a_bytes, bar, n0, k0, pair_m ? cluster : 1u, rank);
+    load_operand<a_kc, BM>(ta, stage, bar, m0, k0, cluster == 2 && !pair_m, rank);
+    load_operand<b_kc, BN>(tb, stage + a_bytes, bar, n0, k0, cluster == 2 && pair_m, rank);
   }
 
   // Descriptors of consumer warpgroup `wg`'s operands in stage 0 at k-step 0 (ring = shared address of

@@ -74,19 +74,34 @@ struct Pipeline {
   // Consumer: wait until the slot's bytes have landed.
   __device__ __forceinline__ void wait_full(const RingState<Stages>& st) const { wait_parity(full + st.stage, st.phase); }
 
-  // Consumer, every lane of a warp: this warp's wgmmas no longer read the slot. In a cluster, lane r
-  // arrives on the slot's barrier in CTA r (the cluster's CTAs: 1, 2, 4 or 8), all arrivals at once.
-  __device__ __forceinline__ void release(int stage, unsigned cluster, unsigned lane) const {
+  // Consumer (one lane per warp): this warp's wgmmas no longer read the slot.
+  __device__ __forceinline__ void release(int stage, unsigned cluster) const {  // cluster: 1 or 2
     if (cluster == 1) {
-      if (lane == 0) (void)cuda::ptx::mbarrier_arrive(empty + stage);
+      (void)cuda::ptx::mbarrier_arrive(empty + stage);
+      return;
+    }
+    const std::uint32_t local = static_cast<std::uint32_t>(__cvta_generic_to_shared(empty + stage));
+#pragma unroll
+    for (unsigned r = 0; r < 2; ++r) {  // clusters of 2 (the GEMM's only other size)
+      std::uint32_t remote;
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(r));
+      // Default semantics (release, CTA scope): the wgmmas that read the slot have completed (wait_group).
+      // `.release.cluster` would add MEMBAR.ALL.GPU before every arrive (measured: cluster runs at 0.6x).
+      asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+    }
+  }
+  // The same for clusters of up to 8 (conv's tma_im2col multicast), every lane of the warp calling: 1 or 2
+  // CTAs as above (lane 0), more with lane r arriving on CTA r's barrier (all at once, no loop: the
+  // consumers' 128 accumulator registers leave no room for one).
+  __device__ __forceinline__ void release_by_lanes(int stage, unsigned cluster, unsigned lane) const {
+    if (cluster <= 2) {
+      if (lane == 0) release(stage, cluster);
       return;
     }
     if (lane >= cluster) return;
     const std::uint32_t local = static_cast<std::uint32_t>(__cvta_generic_to_shared(empty + stage));
     std::uint32_t remote;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(lane));
-    // Default semantics (release, CTA scope): the wgmmas that read the slot have completed (wait_group).
-    // `.release.cluster` would add MEMBAR.ALL.GPU before every arrive (measured: cluster runs at 0.6x).
     asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
   }
 };
