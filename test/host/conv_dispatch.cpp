@@ -167,14 +167,15 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
                          conv_valid_count<families::Sm90ConvGemm1x1> + conv_valid_count<families::Sm90ConvIm2col> +
                          conv_valid_count<families::Sm80ConvStem> + conv_valid_count<families::Sm80ConvOptimizedWide> +
                          conv_valid_count<families::Sm90ConvGemm1x1Swap> + conv_valid_count<families::Sm90ConvIm2colPingPong> +
-                         conv_valid_count<families::Sm90ConvGemm1x1PingPong>;
+                         conv_valid_count<families::Sm90ConvGemm1x1PingPong> + conv_valid_count<families::Sm90ConvGemm1x1Wide>;
   CHECK(conv_valid_count<families::Sm80ConvOptimized> == conv_family_size<families::Sm80ConvOptimized>);
   CHECK(conv_valid_count<families::Sm80ConvAnalytic> == conv_family_size<families::Sm80ConvAnalytic>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels> == conv_family_size<families::Sm80ConvFewChannels>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels3> == conv_family_size<families::Sm80ConvFewChannels3>);
-  // Hopper: block shapes with their own stage counts (2 for gemm1x1, 4 for tma_im2col) x f16/bf16
-  CHECK(conv_family_size<families::Sm90ConvGemm1x1> == 4);
-  CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 4);
+  // Hopper: block shapes with their own stage counts (1 + 1 for gemm1x1, 4 for tma_im2col) x f16/bf16
+  CHECK(conv_family_size<families::Sm90ConvGemm1x1> == 2);
+  CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 2);
+  CHECK(conv_valid_count<families::Sm90ConvGemm1x1Wide> == 2);
   CHECK(conv_valid_count<families::Sm90ConvGemm1x1PingPong> == 1);  // f16 pp 64x256
   CHECK(conv_family_size<families::Sm90ConvIm2col> == 8);
   CHECK(conv_valid_count<families::Sm90ConvIm2col> == 8);
@@ -478,4 +479,34 @@ TEST_CASE("conv select: without the Hopper routes (a build with no sm_90a code o
     CHECK(!is_sm90_iterator(e->config.iterator));
     CHECK(e->name == chosen_sm80(d).name);
   }
+}
+
+TEST_CASE("conv gemm1x1: the GEMM-table tiles run the GEMM entry of the same configuration; no 1x1 kernel is compiled twice") {
+  int routed = 0, own = 0;
+  for (const ConvKernelEntry& e : conv_table().entries()) {
+    if (e.config.iterator != ConvIterator::gemm1x1) {
+      const bool no_gemm_entry = e.gemm_entry == nullptr;
+      CHECK(no_gemm_entry);
+      continue;
+    }
+    CAPTURE(e.name);
+    const GemmKernelEntry* same = nullptr;  // a GEMM table entry with this configuration
+    for (const GemmKernelEntry& g : gemm_table().entries())
+      if (g.config == e.config.gemm && g.implements == nullptr) same = &g;
+    if (e.gemm_entry != nullptr) {
+      ++routed;
+      const GemmKernelEntry* g = e.gemm_entry();
+      REQUIRE(g != nullptr);  // this program registers the GEMM instances (src/instances/sm90_*.cu)
+      CHECK(g == same);
+      CHECK(g->config == e.config.gemm);
+      CHECK(e.name.find(g->name) != std::string_view::npos);  // "conv_gemm1x1+<gemm instance>"
+      const bool launches = g->launch != nullptr;
+      CHECK(launches);
+    } else {
+      ++own;
+      CHECK(same == nullptr);  // a tile the GEMM table has would be a second copy of its kernel
+    }
+  }
+  CHECK(routed == 5);  // 256x128 f16/bf16, pp 64x256 f16, swap 64x112 / 128x96 f16
+  CHECK(own == 2);     // 128x128 s6 f16/bf16 (the GEMM's 128x128 has 5 stages)
 }

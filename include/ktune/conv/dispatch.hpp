@@ -149,6 +149,9 @@ struct ConvKernelEntry {
   // Launch on `stream`; assumes validate() and can_implement() accepted the problem.
   Status (*launch)(const Conv2dDesc&, const Conv2dOperands&, const ConvLaunchOptions&, cudaStream_t) = nullptr;
   cudaError_t (*attributes)(cudaFuncAttributes*) = nullptr;
+  // gemm1x1 entries of a gemm_table_kernels family (conv/family.hpp): the GEMM table entry they launch,
+  // nullptr when the program did not register it (then can_implement says so and nothing launches).
+  const GemmKernelEntry* (*gemm_entry)() = nullptr;
 };
 
 // TMA im2col encodes the filter window as a bounding box whose corner offsets are signed 8-bit
@@ -200,6 +203,10 @@ inline Status can_implement(const ConvKernelEntry& e, const Conv2dDesc& d, const
         return error(StatusCode::unsupported, "gemm1x1 needs stride 1, problem has stride " + n(d.stride_h) + "x" + n(d.stride_w));
       if (d.pad_h != 0 || d.pad_w != 0)
         return error(StatusCode::unsupported, "gemm1x1 needs no padding, problem has " + n(d.pad_h) + "x" + n(d.pad_w));
+      if (e.gemm_entry != nullptr && e.gemm_entry() == nullptr)
+        return error(StatusCode::no_instance, "gemm1x1 runs the GEMM table's instance " + std::string(instance_name(c.gemm).view()) +
+                                                  ", which this program did not register (src/instances/sm90_*.cu or "
+                                                  "ktune/gemm/instances/all.cuh)");
       if (is_swap_ab(c.gemm)) {  // what the swap-AB GEMM kernel runs, on the GEMM this route launches
         const Status s = swap_ab_implements(implicit_gemm_of(d));
         if (!s.ok()) return error(s.code(), "swap-AB gemm1x1 instance (y is its GEMM's D: 16-bit y only): " + s.message());

@@ -98,17 +98,29 @@ struct Sm80ConvStem {
 // multiprocessor (two for 64x64). Kept few: every sm90 instance costs ~10 s of build. The choice among
 // them is sm90_conv_cost (conv/dispatch.hpp).
 
-// 1×1, stride 1, no padding (9 of the 15 ResNet-50 layers): the sm90 GEMM instance itself. No 128x64 tile:
+// 1×1, stride 1, no padding (9 of the 15 ResNet-50 layers): the sm90 GEMM kernel itself. No 128x64 tile:
 // the TMA im2col route's 128x64 (the same wgmma tile, loading 1×1 layers as well) is the one the tuner took
 // on every H200 run; the copy here cost ~8 s of compile per type (the 10-minute test build,
-// notes/build-time.md).
+// notes/build-time.md). 128x128 w64x128 s6 is compiled here (the GEMM table's 128x128 has 5 stages); the
+// other 1×1 tiles are GEMM table instances (gemm_table_kernels: the route launches those entries).
 struct Sm90ConvGemm1x1 {
   static constexpr std::string_view name = "sm90_conv_gemm1x1";
   static constexpr const ArchTraits& arch = sm90;
   static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::gemm1x1, 8, 0}};
-  static constexpr ConvBlockShape blocks[] = {{{128, 128, 64}, {64, 128}, 6}, {{256, 128, 64}, {128, 128}, 4}};
+  static constexpr ConvBlockShape blocks[] = {{{128, 128, 64}, {64, 128}, 6}};
   static constexpr int stages[] = {6};
+};
+
+// The same route on the GEMM's 256x128 tile (Sm90WgmmaF16, the large 1×1 layers): the GEMM table's entry.
+struct Sm90ConvGemm1x1Wide {
+  static constexpr std::string_view name = "sm90_conv_gemm1x1_wide";
+  static constexpr const ArchTraits& arch = sm90;
+  static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
+  static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::gemm1x1, 8, 0}};
+  static constexpr ConvBlockShape blocks[] = {{{256, 128, 64}, {128, 128}, 4}};
+  static constexpr int stages[] = {4};
+  static constexpr bool gemm_table_kernels = true;
 };
 
 // The same route on the GEMM's ping-pong 64x256 tile (Sm90WgmmaF16PingPong), for the short-K, wide layers
@@ -121,6 +133,7 @@ struct Sm90ConvGemm1x1PingPong {
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::gemm1x1, 8, 0}};
   static constexpr ConvBlockShape blocks[] = {{{64, 256, 64}, {64, 256}, 5, WgSchedule::pingpong}};
   static constexpr int stages[] = {5};
+  static constexpr bool gemm_table_kernels = true;  // Sm90WgmmaF16PingPong's entry
 };
 
 // 1×1, stride 1, no padding on the GEMM's swap-AB instances (gemm/families.hpp Sm90WgmmaF16Swap and
@@ -140,6 +153,7 @@ struct Sm90ConvGemm1x1Swap {
   static constexpr ConvBlockShape blocks[] = {{{64, 112, 64}, {64, 112}, 9, WgSchedule::swap_ab},
                                               {{128, 96, 64}, {64, 96}, 7, WgSchedule::swap_ab}};
   static constexpr int stages[] = {9};
+  static constexpr bool gemm_table_kernels = true;  // Sm90WgmmaF16Swap / Swap2Wg's entries
 };
 
 // Any filter, stride ≤ 8, C % 8 == 0: A by TMA im2col, B by a 3-D TMA map over the KRSC filters.

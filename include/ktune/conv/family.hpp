@@ -4,7 +4,8 @@
 //
 // A conv family is a struct with these static members (see conv/families.hpp):
 //   name, arch (ArchTraits), maths[], iterators[] (ConvIteratorSpec), blocks[] (ConvBlockShape), stages[]
-// (a block shape may fix its own stage count instead).
+// (a block shape may fix its own stage count instead). Optional: `gemm_table_kernels = true` (gemm1x1
+// families whose every tile is a GEMM table instance: the route launches that entry, conv_family_uses_gemm_table).
 #pragma once
 #include <array>
 #include <cstddef>
@@ -39,6 +40,13 @@ constexpr std::size_t conv_block_stage_count() {
   std::size_t n = 0;
   for (const ConvBlockShape& b : F::blocks) n += b.stages != 0 ? 1 : extent_of(F::stages);
   return n;
+}
+
+// Does the 1x1 route of family F run the GEMM table's own instances (no kernel of its own)?
+template <class F>
+constexpr bool conv_family_uses_gemm_table() {
+  if constexpr (requires { F::gemm_table_kernels; }) return F::gemm_table_kernels;
+  else return false;
 }
 
 template <class F>

@@ -21,7 +21,11 @@ template <class F, std::size_t I>
 ConvKernelEntry make_conv_entry() {
   using Cfg = ConvFamilyConfig<F, I>;
   constexpr ConvIterator it = Cfg::value.iterator;
-  if constexpr (it == ConvIterator::gemm1x1)  // the sm90 GEMM kernel itself (kernel/sm90_conv.cuh)
+  if constexpr (it == ConvIterator::gemm1x1 && conv_family_uses_gemm_table<F>())  // the GEMM table's entry
+    return ConvKernelEntry{Cfg::name.view(), F::name, Cfg::value, conv_resources(Cfg::value),
+                           &kernel::sm90::launch_conv_gemm1x1_table<Cfg>, &kernel::sm90::conv_gemm1x1_table_attributes<Cfg>,
+                           &kernel::sm90::conv_gemm1x1_table_entry<Cfg>};
+  else if constexpr (it == ConvIterator::gemm1x1)  // the sm90 GEMM kernel itself, compiled here (kernel/sm90_conv.cuh)
     return ConvKernelEntry{Cfg::name.view(), F::name, Cfg::value, conv_resources(Cfg::value),
                            &kernel::sm90::launch_conv_gemm1x1<Cfg>, &kernel::sm90::conv_gemm1x1_attributes<Cfg>};
   else if constexpr (it == ConvIterator::tma_im2col)  // the sm90 GEMM kernel with a TMA im2col producer
