@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,23 @@ std::string check_suffix_spellings(const SuffixSpellings& s) {
     CHECK_FALSE(parse_conv_launch_suffix(r, o, why));
   }
   return why;
+}
+
+// One launch option's value checks: each of `bad` is an invalid argument, `good` is valid alone and
+// invalid together with `other` = 2 (an option it excludes).
+void check_option_values(int ConvLaunchOptions::*field, std::initializer_list<int> bad, int good,
+                         int ConvLaunchOptions::*other) {
+  for (int v : bad) {
+    ConvLaunchOptions o;
+    o.*field = v;
+    CAPTURE(v);
+    CHECK(check_conv_launch_options(o).code() == StatusCode::invalid_argument);
+  }
+  ConvLaunchOptions o;
+  o.*field = good;
+  CHECK(check_conv_launch_options(o).ok());
+  o.*other = 2;
+  CHECK(check_conv_launch_options(o).code() == StatusCode::invalid_argument);
 }
 
 // The launches conv_launch_variants proposes for d (into f16, bias + ReLU) on dev that pass keep(o), each
@@ -191,16 +209,8 @@ TEST_CASE("conv cluster split-K: limits, proposals, names, refusals") {
   CHECK(proposed > 0);
   // Names: canonical order split, ck, rg; ranges; split and ck exclude each other.
   check_suffix_spellings({"ck4@rg16", &ConvLaunchOptions::cluster_k, 4, {"rg16@ck4", "ck1", "ck9", "ck02", "split2p@ck2"}});
-  ConvLaunchOptions o;
-  o.split_k = 2;
-  o.cluster_k = 2;
-  CHECK(check_conv_launch_options(o).code() == StatusCode::invalid_argument);
   // Out of range or combined with split_k: invalid before anything is tuned or launched.
-  for (int ck : {0, -1, conv_max_cluster_k + 1}) {
-    ConvLaunchOptions bad;
-    bad.cluster_k = ck;
-    CHECK(check_conv_launch_options(bad).code() == StatusCode::invalid_argument);
-  }
+  check_option_values(&ConvLaunchOptions::cluster_k, {0, -1, conv_max_cluster_k + 1}, 2, &ConvLaunchOptions::split_k);
 }
 
 TEST_CASE("conv persistent grid: which instances, proposals, names, refusals") {
@@ -243,16 +253,7 @@ TEST_CASE("conv persistent grid: which instances, proposals, names, refusals") {
   const std::string why =
       check_suffix_spellings({"pk2@rg16", &ConvLaunchOptions::persistent, 2, {"rg16@pk2", "pk0", "pk5", "pk02", "split2p@pk2"}});
   CHECK(why.find("pk<N> excludes") != std::string::npos);
-  for (int n : {-1, conv_max_persistent + 1}) {
-    ConvLaunchOptions bad;
-    bad.persistent = n;
-    CHECK(check_conv_launch_options(bad).code() == StatusCode::invalid_argument);
-  }
-  ConvLaunchOptions o;
-  o.persistent = 1;
-  CHECK(check_conv_launch_options(o).ok());
-  o.split_k = 2;
-  CHECK(check_conv_launch_options(o).code() == StatusCode::invalid_argument);
+  check_option_values(&ConvLaunchOptions::persistent, {-1, conv_max_persistent + 1}, 1, &ConvLaunchOptions::split_k);
 }
 
 TEST_CASE("conv multicast clusters: limits, proposals on 7x7 3x3 512->512, names, refusals") {
@@ -313,14 +314,5 @@ TEST_CASE("conv multicast clusters: limits, proposals on 7x7 3x3 512->512, names
   const std::string why =
       check_suffix_spellings({"mc8@rg16", &ConvLaunchOptions::multicast, 8, {"rg16@mc8", "mc1", "mc3", "mc16", "mc08", "split2p@mc4", "ck2@mc8"}});
   CHECK(why.find("mc<N> excludes") != std::string::npos);
-  for (int mc : {0, 3, 6, 16}) {
-    ConvLaunchOptions bad;
-    bad.multicast = mc;
-    CHECK(check_conv_launch_options(bad).code() == StatusCode::invalid_argument);
-  }
-  ConvLaunchOptions o;
-  o.multicast = 4;
-  CHECK(check_conv_launch_options(o).ok());
-  o.cluster_k = 2;
-  CHECK(check_conv_launch_options(o).code() == StatusCode::invalid_argument);
+  check_option_values(&ConvLaunchOptions::multicast, {0, 3, 6, 16}, 4, &ConvLaunchOptions::cluster_k);
 }
