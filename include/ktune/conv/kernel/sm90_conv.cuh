@@ -99,10 +99,15 @@ cudaError_t conv_gemm1x1_attributes(cudaFuncAttributes* a) {
 template <class CfgT>
 const GemmKernelEntry* conv_gemm1x1_table_entry() {
   static constexpr InstanceName gemm_name = instance_name(CfgT::value.gemm);
-  static const GemmKernelEntry* const e = [] {
-    const GemmKernelEntry* f = gemm_table().find(gemm_name.view());
-    return f != nullptr && f->config == CfgT::value.gemm && f->launch != nullptr ? f : nullptr;
-  }();
+  // Found once (a name search per launch would cost more than the launch's host work); a miss is not
+  // remembered: a call during static initialisation may come before the GEMM TUs have registered.
+  static std::atomic<const GemmKernelEntry*> found{nullptr};
+  const GemmKernelEntry* e = found.load(std::memory_order_acquire);
+  if (e == nullptr) {
+    e = gemm_table().find(gemm_name.view());
+    if (e == nullptr || !(e->config == CfgT::value.gemm) || e->launch == nullptr) return nullptr;
+    found.store(e, std::memory_order_release);
+  }
   return e;
 }
 
