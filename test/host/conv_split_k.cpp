@@ -280,7 +280,7 @@ TEST_CASE("conv multicast clusters: limits, proposals on 7x7 3x3 512->512, names
   CHECK(eights > 0);
   // 7x7 3x3 512->512 at N = 32 (72 k-tiles, 1568 pixels: one partial wave): up to clusters of 8, the 128x64
   // tile clusters along N (8 tile columns) in 2, 4 and 8 (cuDNN's choice: clusters of 8), each padded grid
-  // in one wave; the tuner's own proposals stop at conv_tuned_multicast_max.
+  // in one wave; the tuner's own proposals stop at conv_tuned_multicast_max() (2 unless KTUNE_CONV_TUNED_MULTICAST).
   Conv2dDesc d = conv_problem(32, 7, 7, 512, 512, 3, 3, 1, 1);
   d.type = d.out_type = DType::f16;
   d.epilogue = bias_activation(Activation::relu);
@@ -304,7 +304,7 @@ TEST_CASE("conv multicast clusters: limits, proposals on 7x7 3x3 512->512, names
                          e.config.iterator == ConvIterator::tma_im2col;
     }
     for (const ConvLaunchOptions& o : conv_launch_variants(e, d, dev)) {
-      CHECK(o.multicast <= conv_tuned_multicast_max);
+      CHECK(o.multicast <= conv_tuned_multicast_max());
       if (o.multicast > 1) check_conv_tactic_round_trip(e, o, d, dev);
     }
   }

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -243,12 +244,20 @@ inline std::vector<ConvLaunchOptions> conv_cluster_k_variants(const ConvKernelEn
 // 2048→512 gemm1x1 128x64 11.61 vs 13.26; slower by 2-25% on 14², 28² and 56² layers and on 7² 512→2048
 // (8 k-tiles): e.g. 14² 1024→256 128x128 10.65 vs 10.15. cuDNN runs 7² 3×3 512→512 (N = 32) as 128x64
 // tiles in clusters of 8 along N sharing the im2col box (ncu, s13-batchA: 18.9 µs).
-// The tuner times sizes up to conv_tuned_multicast_max: clusters of 4 and 8 (16b5194) have not run on a GPU
-// yet (no device in session 13); ktune-conv-bench --multicast and explicit options (@mc4, @mc8) reach them,
-// the GPU tests check them. Raise it to conv_max_multicast once they are verified and measured.
-inline constexpr int conv_tuned_multicast_max = 2;
+// The tuner times sizes up to conv_tuned_multicast_max(): 2 by default, because clusters of 4 and 8 (16b5194)
+// have not run on a GPU yet (no device in session 13); ktune-conv-bench --multicast and explicit options
+// (@mc4, @mc8) reach them, the GPU tests check them. A/B switch, read once: KTUNE_CONV_TUNED_MULTICAST=1
+// (no multicast proposals), 2, 4 or 8. Raise the default once the larger clusters are verified and measured.
+inline int conv_tuned_multicast_max() {
+  static const int v = [] {
+    const char* s = std::getenv("KTUNE_CONV_TUNED_MULTICAST");
+    const int x = s != nullptr ? std::atoi(s) : 2;
+    return x == 1 || x == 2 || x == 4 || x == 8 ? x : 2;
+  }();
+  return v;
+}
 inline std::vector<ConvLaunchOptions> conv_multicast_variants(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev,
-                                                              int max_multicast = conv_tuned_multicast_max) {
+                                                              int max_multicast = conv_tuned_multicast_max()) {
   std::vector<ConvLaunchOptions> out;
   const int limit = std::min(conv_multicast_limit(e.config), max_multicast);
   if (limit < 2) return out;
