@@ -67,7 +67,9 @@ template <class CfgT>
 Status launch_conv_gemm1x1_with(Status (*gemm_launch)(const GemmDesc&, const GemmOperands&, const GemmLaunchOptions&, cudaStream_t),
                                 const Conv2dDesc& d, const Conv2dOperands& ops, const ConvLaunchOptions& opt, cudaStream_t stream) {
   if (opt.cluster_k > 1) return error(StatusCode::unsupported, "the gemm1x1 route does not split K in clusters (cluster_k > 1)");
-  if (opt.multicast > 2) return error(StatusCode::unsupported, "the gemm1x1 route multicasts in clusters of 2 only (multicast > 2)");
+  if (opt.multicast > conv_multicast_limit(CfgT::value))
+    return error(StatusCode::unsupported, "this gemm1x1 instance multicasts in clusters of up to " +
+                                              std::to_string(conv_multicast_limit(CfgT::value)) + " CTAs, got " + std::to_string(opt.multicast));
   GemmLaunchOptions g;
   g.raster_group = opt.raster_group;
   g.split_k = opt.split_k;
@@ -348,12 +350,18 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
   if (mc > conv_multicast_limit(CfgT::value))
     return error(StatusCode::unsupported, "this instance multicasts in clusters of up to " +
                                               std::to_string(conv_multicast_limit(CfgT::value)) + " CTAs, got " + std::to_string(mc));
-  static std::atomic<int> resident[conv_max_multicast + 1] = {};  // clusters of mc CTAs that fit (asked once per size; -1: none)
-  if (mc > 1 && resident[mc].load(std::memory_order_relaxed) == 0) {
-    const int n = resident_clusters<kernel>(C.threads(), smem, mc);
-    resident[mc].store(n > 0 ? n : -1, std::memory_order_relaxed);
-  }
-  const int mc_clusters = mc > 1 ? resident[mc].load(std::memory_order_relaxed) : 0;
+  // Clusters of n CTAs (multicast or cluster split-K) of this kernel resident at once, asked once per size
+  // (the occupancy query costs host time); 0: none fits.
+  static_assert(conv_max_multicast == conv_max_cluster_k, "one cache of cluster sizes serves both");
+  static std::atomic<int> resident[conv_max_multicast + 1] = {};  // 0 unknown, -1 none
+  auto resident_clusters_of = [&](int n) {
+    if (resident[n].load(std::memory_order_relaxed) == 0) {
+      const int r = resident_clusters<kernel>(C.threads(), smem, n);
+      resident[n].store(r > 0 ? r : -1, std::memory_order_relaxed);
+    }
+    return std::max(0, resident[n].load(std::memory_order_relaxed));
+  };
+  const int mc_clusters = mc > 1 ? resident_clusters_of(mc) : 0;
   if (mc > 1 && mc_clusters < 1)
     return error(StatusCode::unsupported, "a cluster of " + std::to_string(mc) + " CTAs of this instance does not fit the device (multicast)");
 
@@ -386,11 +394,7 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
       sm90_d_store<C, Sm90Schedule{}, Epi>(d.out_type, ops.y, s.m, d.k, d.k, d.epilogue, split_k, cluster, geo.k_tiles, ops.bias);
 
   if (cluster_k > 1) {  // one (tile, k-slice) unit per CTA: tiles × cluster_k CTAs in clusters of cluster_k
-    // Whether a cluster of cluster_k CTAs fits, asked once per size (the occupancy query costs host time).
-    static std::atomic<int> fits[conv_max_cluster_k + 1] = {};  // 0 unknown, 1 yes, 2 no
-    if (fits[cluster_k].load(std::memory_order_relaxed) == 0)
-      fits[cluster_k].store(resident_clusters<kernel>(C.threads(), smem, cluster_k) >= 1 ? 1 : 2, std::memory_order_relaxed);
-    if (fits[cluster_k].load(std::memory_order_relaxed) != 1)
+    if (resident_clusters_of(cluster_k) < 1)
       return error(StatusCode::unsupported, "a cluster of " + std::to_string(cluster_k) + " CTAs of this instance does not fit the device");
     return sm90_launch<Epi>(kernel, tiles * cluster_k, cluster_k, C.threads(), smem, stream, p, gd, false,
                             "sm90 conv2d (TMA im2col, cluster split-K) kernel launch", tx, tw, p, geo, ys.map, ys.boxes, ys.wide, false);
