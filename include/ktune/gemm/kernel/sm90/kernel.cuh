@@ -154,6 +154,13 @@ __device__ __forceinline__ void consumer_order_signal(int other_consumer) {
   asm volatile("bar.arrive %0, 256;\n" ::"r"(1 + other_consumer) : "memory");
 }
 
+// The 4 warps of consumer warpgroup c meet (named barriers 7 and 8, 128 threads): they have all waited for
+// their wgmmas, so one warp may release a ring slot for the warpgroup (clusters of 4 and 8: a quarter of the
+// remote arrivals of a release per warp).
+__device__ __forceinline__ void consumer_wg_sync(int consumer) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(7 + consumer) : "memory");
+}
+
 // The whole warp-specialized persistent kernel but for what the producer loads, so other operand
 // sources (conv2d's TMA im2col, ktune/conv/kernel/sm90_conv.cuh) share the ring, the wgmma consumers,
 // the schedule and the epilogue. Producer: prefetch() once, then load(stage, bar, tile, kt, cluster,
@@ -223,7 +230,10 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       else bias_mma_init<__nv_bfloat16>(bias_mma_area(), C.tile.n, threadIdx.x, blockDim.x);
     }
   }
-  if (threadIdx.x == 0) pipe.init(4 * slot_readers * static_cast<int>(mcast));
+  // Arrivals per slot: every consumer warp of every CTA sharing it, but one per warpgroup in clusters of more
+  // than 2 (release_slot below).
+  const int slot_release_warps = producer_max_multicast<Producer>() > 2 && mcast > 2 ? 1 : 4;
+  if (threadIdx.x == 0) pipe.init(slot_release_warps * slot_readers * static_cast<int>(mcast));
   if (cluster > 1) {  // the peer's TMA and arrivals reach this CTA's barriers: all initialised first
     cuda::ptx::barrier_cluster_arrive();
     cuda::ptx::barrier_cluster_wait();
@@ -309,6 +319,9 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     auto release_slot = [&](int slot) {  // this warp no longer reads ring slot `slot`
       if constexpr (producer_max_multicast<Producer>() <= 2) {
         if (lane == 0) pipe.release(slot, mcast);
+      } else if (mcast > 2) {  // clusters of 4 / 8: one arrival per warpgroup and CTA, after its 4 warps meet
+        consumer_wg_sync(cw);
+        if (warp_in_wg == 0) pipe.release_by_lanes(slot, mcast, static_cast<unsigned>(lane));
       } else {
         pipe.release_by_lanes(slot, mcast, static_cast<unsigned>(lane));
       }
