@@ -553,7 +553,8 @@ TEST_CASE("conv2d: split-K on the Hopper routes, every split count and mode vs f
 
 // A small target for compute-sanitizer (racecheck, synccheck: the cluster barriers and the distributed
 // shared-memory exchange; memcheck: the split partials): each split-capable instance once with
-// cluster_k 2 (where it has it), @split3p and @split3s, on one problem, checked against float64.
+// cluster_k 2 (where it has it; also in multicast pairs, @ck2@mc2), @split3p and @split3s, on one problem,
+// checked against float64.
 //   compute-sanitizer --tool racecheck build-gpu/ktune_gpu_tests -tc='conv2d: split-K sanitizer target'
 TEST_CASE("conv2d: split-K sanitizer target") {
   const ConvCase c(P(2, 9, 11, 72, 40, 3, 3, 1, 1), 7200);
@@ -565,6 +566,10 @@ TEST_CASE("conv2d: split-K sanitizer target") {
     if (conv_cluster_k_limit(e.config) >= 2) {
       lo.cluster_k = 2;
       launches.push_back(lo);
+      if (conv_multicast_limit(e.config) >= 2) {  // pairs that split K together: a cluster of 4
+        lo.multicast = 2;
+        launches.push_back(lo);
+      }
     }
     if (is_sm90_iterator(e.config.iterator)) {
       lo = ConvLaunchOptions{};
@@ -595,7 +600,8 @@ TEST_CASE("conv2d: split-K sanitizer target") {
 
 // Multicast (ConvLaunchOptions::multicast) on both Hopper routes: clusters of 2 CTAs on adjacent tiles,
 // each loading half of the box they share (tma_im2col: half the filters or half the pixels of the im2col
-// box; gemm1x1: the GEMM's pairs), and on tma_im2col clusters of 4 and 8 (a quarter, an eighth each). Problems with an odd number of tiles along the paired
+// box; gemm1x1: the GEMM's pairs), and on tma_im2col clusters of 4 and 8 (a quarter, an eighth each) and
+// multicast groups that split K (@ck2@mc2, @ck2@mc4, @ck4@mc2). Problems with an odd number of tiles along the paired
 // dimension (the partner of the last tile computes nothing), a single tile there, more pairs than fit
 // (the persistent walk), channel blocks partly past C, and every epilogue kind in turn, vs float64.
 TEST_CASE("conv2d: multicast pairs on the Hopper routes vs float64") {
@@ -623,15 +629,25 @@ TEST_CASE("conv2d: multicast pairs on the Hopper routes vs float64") {
       lo.multicast = mc;
       il.launches.push_back(lo);
     }
+    // tma_im2col: multicast groups that split K (clusters of mc × ck: 2 × 2, 4 × 2, 2 × 4), rank r = k-slice ·
+    // mc + tile; each group reduces its slices through distributed shared memory.
+    for (const auto [mc, ck] : {std::pair{2, 2}, std::pair{4, 2}, std::pair{2, 4}}) {
+      if (mc > conv_multicast_limit(entry->config) || ck > conv_cluster_k_limit(entry->config)) continue;
+      ConvLaunchOptions lo;
+      lo.multicast = mc;
+      lo.cluster_k = ck;
+      il.launches.push_back(lo);
+    }
     table.push_back(il);
   }
   const int runs = check_rotating(mc_problems, table, epilogues(), 7300, true).all;
   MESSAGE(runs << " multicast runs");
   CHECK(runs > 0);
-  // Residual aliasing y, and the refusals: with split_k or cluster_k, on mma.sync instances.
+  // Residual aliasing y, and the refusals: with split_k or in clusters over 8 CTAs (2 × cluster_k 8), on
+  // mma.sync instances.
   ConvLaunchOptions with_split = pairs, with_ck = pairs;
   with_split.split_k = 2;
-  with_ck.cluster_k = 2;
+  with_ck.cluster_k = 8;
   check_residual_and_refusals(ConvCase(P(2, 9, 11, 72, 136, 3, 3, 1, 1), 7390), pairs, hopper, {with_split, with_ck}, 7391);
   // Clusters of 8: the tma_im2col instances take them (residual aliasing y), the gemm1x1 route refuses.
   std::vector<const ConvKernelEntry*> eights;

@@ -310,9 +310,22 @@ TEST_CASE("conv multicast clusters: limits, proposals on 7x7 3x3 512->512, names
   }
   CHECK(proposed >= 3);
   CHECK(eight_on_128x64);
-  // Names: mc2 / mc4 / mc8 only, canonical order; out of range or with split-K / cluster split-K: invalid.
-  const std::string why =
-      check_suffix_spellings({"mc8@rg16", &ConvLaunchOptions::multicast, 8, {"rg16@mc8", "mc1", "mc3", "mc16", "mc08", "split2p@mc4", "ck2@mc8"}});
+  // Names: mc2 / mc4 / mc8 only, canonical order; out of range, with split-K or in clusters of more than 8
+  // CTAs with cluster split-K: invalid.
+  const std::string why = check_suffix_spellings(
+      {"mc8@rg16", &ConvLaunchOptions::multicast, 8, {"rg16@mc8", "mc1", "mc3", "mc16", "mc08", "ck2@mc8", "mc2@ck2", "split2p@mc4"}});
   CHECK(why.find("mc<N> excludes") != std::string::npos);
-  check_option_values(&ConvLaunchOptions::multicast, {0, 3, 6, 16}, 4, &ConvLaunchOptions::cluster_k);
+  check_option_values(&ConvLaunchOptions::multicast, {0, 3, 6, 16}, 4, &ConvLaunchOptions::split_k);
+  // Multicast groups that split K: clusters of mc × ck ≤ 8 CTAs, named ck before mc.
+  ConvLaunchOptions both;
+  std::string both_why;
+  REQUIRE(parse_conv_launch_suffix("ck2@mc4", both, both_why));
+  CHECK(both.cluster_k == 2);
+  CHECK(both.multicast == 4);
+  CHECK(check_conv_launch_options(both).ok());
+  CHECK(launch_suffix(both) == "ck2@mc4");
+  both.cluster_k = 4;
+  CHECK(check_conv_launch_options(both).code() == StatusCode::invalid_argument);  // 16 CTAs
+  CHECK_FALSE(parse_conv_launch_suffix("ck4@mc4", both, both_why));
+  CHECK(both_why.find("at most 8") != std::string::npos);
 }

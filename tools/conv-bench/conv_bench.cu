@@ -25,7 +25,7 @@
 // every non-default tactic the tuner would time (conv_launch_variants: raster group, split-K) of every
 // instance; --splits also times every split-K instance (the Hopper routes) with each split count given,
 // in parallel mode and, where the instance has it, serial mode, and with every cluster split-K size it
-// takes (cluster_k, "@ck2"). Those rows are named by tactic ("<instance>@split4p") and count for "best"
+// takes (cluster_k, "@ck2"); with --multicast too, every cluster of both ("@ck2@mc2"). Those rows are named by tactic ("<instance>@split4p") and count for "best"
 // like instances. --multicast also times every Hopper instance in each multicast cluster size it takes
 // ("@mc2", "@mc4", "@mc8"). --sm80 times
 // only the mma.sync instances and picks among them (the mma.sync tile policy): the issue's "with the
@@ -268,6 +268,14 @@ int main(int argc, char** argv) {
           lo.multicast = mc;
           add_launch(lo);
         }
+      if (multicast && !splits.empty())  // and both: clusters of mc x ck CTAs (multicast groups that split K)
+        for (int ck = 2; ck <= ktune::conv_cluster_k_limit(e.config); ++ck)
+          for (int mc = 2; mc <= ktune::conv_multicast_limit(e.config) && mc * ck <= ktune::conv_max_cluster; mc *= 2) {
+            ktune::ConvLaunchOptions lo;
+            lo.cluster_k = ck;
+            lo.multicast = mc;
+            add_launch(lo);
+          }
       // The CSV's "tuned" mark: the tuned tactic's row, or its instance's default row when it has none.
       bool tuned_row = false;
       for (const auto& lo : launches) tuned_row |= tac != nullptr && tac->entry == &e && ktune::same_launch(tac->launch, lo);

@@ -36,7 +36,9 @@ struct ConvLaunchOptions {
   // 2, 4 or 8: clusters of that many CTAs on adjacent output tiles that share an operand box (the filters
   // along M when BN ≥ BM, else the im2col / x box); each CTA loads its share of it and multicasts it into
   // all, so a cluster of c reads (c−1)/c of the shared box fewer from L2 per CTA (the Hopper routes, up to
-  // conv_multicast_limit; 1: off). Not with split_k > 1 or cluster_k > 1.
+  // conv_multicast_limit; 1: off). Not with split_k > 1. With cluster_k > 1 (tma_im2col): clusters of
+  // multicast × cluster_k CTAs (at most conv_max_cluster CTAs), groups of `multicast` adjacent tiles that share
+  // boxes, the groups splitting K.
   int multicast = 1;
   // > 0: a persistent grid of this many CTAs per multiprocessor (at most the kernel's occupancy) walks the
   // output tiles, issuing each next tile's first k-tiles under the current tile's register epilogue
@@ -49,6 +51,8 @@ struct ConvLaunchOptions {
 inline constexpr int conv_max_cluster_k = 8;
 // Largest ConvLaunchOptions::multicast: the portable cluster size.
 inline constexpr int conv_max_multicast = 8;
+// Largest cluster of CTAs (multicast × cluster_k): the portable cluster size.
+inline constexpr int conv_max_cluster = 8;
 // Largest ConvLaunchOptions::persistent (CTAs per multiprocessor): the mma.sync conv tiles fit at most 3.
 inline constexpr int conv_max_persistent = 4;
 
@@ -70,8 +74,11 @@ inline Status check_conv_launch_options(const ConvLaunchOptions& o) {
     return error(StatusCode::invalid_argument, "conv cluster_k > 1 and split_k > 1 exclude each other");
   if (o.multicast != 1 && o.multicast != 2 && o.multicast != 4 && o.multicast != 8)
     return error(StatusCode::invalid_argument, "conv multicast must be 1, 2, 4 or 8, got " + std::to_string(o.multicast));
-  if (o.multicast > 1 && (o.split_k > 1 || o.cluster_k > 1))
-    return error(StatusCode::invalid_argument, "conv multicast > 1 excludes split_k > 1 and cluster_k > 1");
+  if (o.multicast > 1 && o.split_k > 1)
+    return error(StatusCode::invalid_argument, "conv multicast > 1 excludes split_k > 1");
+  if (o.multicast * o.cluster_k > conv_max_cluster)
+    return error(StatusCode::invalid_argument, "conv multicast × cluster_k must be at most " + std::to_string(conv_max_cluster) +
+                                                   " CTAs per cluster, got " + std::to_string(o.multicast) + " × " + std::to_string(o.cluster_k));
   if (o.persistent < 0 || o.persistent > conv_max_persistent)
     return error(StatusCode::invalid_argument, "conv persistent must be in [0, " + std::to_string(conv_max_persistent) +
                                                    "] CTAs per multiprocessor, got " + std::to_string(o.persistent));

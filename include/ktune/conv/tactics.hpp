@@ -47,7 +47,7 @@ inline bool same_launch(const ConvLaunchOptions& a, const ConvLaunchOptions& b) 
 }
 inline bool is_default_launch(const ConvLaunchOptions& o) { return same_launch(o, ConvLaunchOptions{}); }
 
-// "split4p", "ck2", "mc2", "rg16", "split4p@rg16" for non-default options (the GEMM's order, cluster
+// "split4p", "ck2", "mc2", "ck2@mc2", "rg16", "split4p@rg16" for non-default options (the GEMM's order, cluster
 // split-K after split-K, multicast after both); "" for default options.
 inline std::string launch_suffix(const ConvLaunchOptions& o) {
   std::string s;
@@ -117,8 +117,10 @@ inline bool parse_conv_launch_suffix(std::string_view s, ConvLaunchOptions& out,
     }
   }
   if (o.split_k > 1 && o.cluster_k > 1) return bad("conv launch options '" + std::string(s) + "': split<N> and ck<N> exclude each other");
-  if (o.multicast > 1 && (o.split_k > 1 || o.cluster_k > 1))
-    return bad("conv launch options '" + std::string(s) + "': mc<N> excludes split<N> and ck<N>");
+  if (o.multicast > 1 && o.split_k > 1) return bad("conv launch options '" + std::string(s) + "': mc<N> excludes split<N>");
+  if (o.multicast * o.cluster_k > conv_max_cluster)
+    return bad("conv launch options '" + std::string(s) + "': ck<N>@mc<M> is a cluster of N × M CTAs, at most " +
+               std::to_string(conv_max_cluster));
   if (o.persistent > 0 && (o.split_k > 1 || o.cluster_k > 1 || o.multicast > 1))
     return bad("conv launch options '" + std::string(s) + "': pk<N> excludes split<N>, ck<N> and mc<N>");
   if (s.empty() || launch_suffix(o) != s)
@@ -216,11 +218,28 @@ inline std::vector<ConvLaunchOptions> conv_split_variants(const ConvKernelEntry&
   return out;
 }
 
+// The largest multicast cluster the tuner times (conv_multicast_variants): 2 by default. Clusters of 4
+// and 8 are correct and sanitizer-clean on the H200 (s14, f27993f) but were never faster than pairs there: 7² 3×3 512→512 (N = 32) 128x64 @mc2 20.6 µs,
+// @mc4 21.5, @mc8 22.7 (one arrival per warpgroup), whole K 22.6; the tuner with the switch at 8 picked
+// the same tactics as at 2 on all 15 ResNet-50 layers. ktune-conv-bench --multicast and explicit options
+// (@mc4, @mc8) reach them. A/B switch, read once: KTUNE_CONV_TUNED_MULTICAST=1 (no multicast
+// proposals), 2, 4 or 8.
+inline int conv_tuned_multicast_max() {
+  static const int v = [] {
+    const char* s = std::getenv("KTUNE_CONV_TUNED_MULTICAST");
+    const int x = s != nullptr ? std::atoi(s) : 2;
+    return x == 1 || x == 2 || x == 4 || x == 8 ? x : 2;
+  }();
+  return v;
+}
+
 // Cluster split-K options worth timing for an instance (tma_im2col): as for conv_split_variants, only
 // where the unsplit grid leaves CTA slots idle, the two cluster sizes (up to conv_cluster_k_limit) of best
 // estimate that beat the whole K, and only sizes whose tiles × ck CTAs run in one wave (H200 s6-batchA:
 // every multi-wave cluster launch was far slower than the whole K, e.g. 14x14 1024->256 1x1 128x128 @ck2
-// (2 waves) 19.7 us vs 9.7, @ck4 42.0; one wave: 7x7 3x3 512->512 128x128 @ck2 21.2 vs 25.8).
+// (2 waves) 19.7 us vs 9.7, @ck4 42.0; one wave: 7x7 3x3 512->512 128x128 @ck2 21.2 vs 25.8). Not in
+// multicast groups (@ck2@mc2: explicit options and ktune-conv-bench --splits --multicast reach them): never
+// faster on the H200 (s14, N = 32: 7² 3×3 512→512 128x128 @ck2 20.3 µs, @ck2@mc2 22.2; 7² 2048→512 12.4 vs 12.9).
 inline std::vector<ConvLaunchOptions> conv_cluster_k_variants(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev) {
   std::vector<ConvLaunchOptions> out;
   const int limit = conv_cluster_k_limit(e.config);
@@ -244,18 +263,6 @@ inline std::vector<ConvLaunchOptions> conv_cluster_k_variants(const ConvKernelEn
 // 2048→512 gemm1x1 128x64 11.61 vs 13.26; slower by 2-25% on 14², 28² and 56² layers and on 7² 512→2048
 // (8 k-tiles): e.g. 14² 1024→256 128x128 10.65 vs 10.15. cuDNN runs 7² 3×3 512→512 (N = 32) as 128x64
 // tiles in clusters of 8 along N sharing the im2col box (ncu, s13-batchA: 18.9 µs).
-// The tuner times sizes up to conv_tuned_multicast_max(): 2 by default, because clusters of 4 and 8 (16b5194)
-// have not run on a GPU yet (no device in session 13); ktune-conv-bench --multicast and explicit options
-// (@mc4, @mc8) reach them, the GPU tests check them. A/B switch, read once: KTUNE_CONV_TUNED_MULTICAST=1
-// (no multicast proposals), 2, 4 or 8. Raise the default once the larger clusters are verified and measured.
-inline int conv_tuned_multicast_max() {
-  static const int v = [] {
-    const char* s = std::getenv("KTUNE_CONV_TUNED_MULTICAST");
-    const int x = s != nullptr ? std::atoi(s) : 2;
-    return x == 1 || x == 2 || x == 4 || x == 8 ? x : 2;
-  }();
-  return v;
-}
 inline std::vector<ConvLaunchOptions> conv_multicast_variants(const ConvKernelEntry& e, const Conv2dDesc& d, const DeviceInfo& dev,
                                                               int max_multicast = conv_tuned_multicast_max()) {
   std::vector<ConvLaunchOptions> out;

@@ -174,7 +174,7 @@ __device__ __forceinline__ void tma_load_3d_multicast(void* dst, const CUtensorM
 // one producer thread walks the k-tiles of a tile in order: Im2colWalk steps to the next box without
 // the integer divisions of im2col_box (a few per tile instead of per k-tile: the small tiles' k-tiles
 // take only a few hundred cycles of wgmma).
-// Multicast (a cluster launch of 2, 4 or 8 CTAs with `multicast`; 1 for cluster split-K): the cluster's
+// Multicast (a cluster launch of 2, 4 or 8 CTAs in multicast groups of 2-8; groups of 1 for cluster split-K): a group's
 // CTAs compute adjacent tiles that share an operand, as the GEMM's clusters (mainloop.cuh: along M sharing
 // the filter box when BN ≥ BM, else along N sharing the im2col box), and each loads its share of the shared
 // box into all of them: the filter map's boxes are then BN/cluster filters, the im2col map's BM/cluster
@@ -185,17 +185,24 @@ struct ConvIm2colProducer {
   const CUtensorMap* x;  // im2col map over x (NHWC)
   const CUtensorMap* w;  // tiled map {C, R·S, K} over the filters
   ConvTmaGeometry g;
-  bool multicast = false;  // a cluster launch shares boxes (not cluster split-K): warp_specialized_gemm reads it
+  // CTAs of a cluster launch that share each box (warp_specialized_gemm reads it: producer_has_multicast_group): the
+  // cluster (multicast), 1 (cluster split-K), or groups of `share` consecutive ranks that multicast while
+  // the groups split K.
+  unsigned multicast_group = 1;
   static constexpr unsigned max_multicast = conv_max_multicast;  // clusters of up to 8 (producer_max_multicast)
   mutable Im2colWalk walk{};
   __device__ __forceinline__ void prefetch() const {
     prefetch_tensor_map(x);
     prefetch_tensor_map(w);
   }
-  // A cluster of Cl CTAs: this CTA (rank) loads its 1/Cl of the shared box into all of them.
+  // A group of Cl CTAs (cluster ranks base .. base + Cl − 1, base a multiple of Cl): this CTA loads its 1/Cl
+  // of the shared box into all of them.
   template <int Cl>
-  __device__ __forceinline__ void load_shared(char* stage, std::uint64_t* bar, int m0, int n0, int kt, unsigned rank) const {
-    constexpr std::uint16_t mask = (1u << Cl) - 1u;
+  // (The cluster rank is read here, not passed: one more live register spilled the 40-register producer.)
+  __device__ __forceinline__ void load_shared(char* stage, std::uint64_t* bar, int m0, int n0, int kt) const {
+    const unsigned cluster_rank = cuda::ptx::get_sreg_cluster_ctarank();
+    const unsigned rank = cluster_rank % Cl;
+    const std::uint16_t mask = static_cast<std::uint16_t>(((1u << Cl) - 1u) << (cluster_rank - rank));
     if constexpr (ML::pair_m) {  // the cluster shares the filter box: BN / Cl filters each
       constexpr int share = C.tile.n / Cl;
       const Im2colBox b = walk.box(g, m0, kt);
@@ -209,13 +216,13 @@ struct ConvIm2colProducer {
     }
   }
   __device__ __forceinline__ void load(char* stage, std::uint64_t* bar, TileCoord tc, int kt, unsigned cluster,
-                                       unsigned rank) const {
+                                       unsigned /*rank: load_shared reads it*/) const {
     const int m0 = tc.m * C.tile.m, n0 = tc.n * C.tile.n;
     // Clusters of 2, 4, 8 as compile-time sizes: a run-time share (a shift by log2(cluster)) made ptxas spill
     // the 256x128 tile's producer (60 bytes, sm_90a).
-    if (cluster == 2) return load_shared<2>(stage, bar, m0, n0, kt, rank);
-    if (cluster == 4) return load_shared<4>(stage, bar, m0, n0, kt, rank);
-    if (cluster == 8) return load_shared<8>(stage, bar, m0, n0, kt, rank);
+    if (cluster == 2) return load_shared<2>(stage, bar, m0, n0, kt);
+    if (cluster == 4) return load_shared<4>(stage, bar, m0, n0, kt);
+    if (cluster == 8) return load_shared<8>(stage, bar, m0, n0, kt);
     const Im2colBox b = walk.box(g, m0, kt);
     tma_load_im2col_4d(stage, x, b.c0, b.w, b.h, b.n, b.off_w, b.off_h, bar);
     tma_load_3d(stage + ML::a_bytes, w, b.c0, b.tap, n0, bar);
@@ -225,20 +232,21 @@ struct ConvIm2colProducer {
 
 // CfgT::value is a ConvConfig with iterator tma_im2col. y_store_boxes > 0: y leaves through the
 // asynchronous TMA store (tma_y; gemm/kernel/sm90/epilogue.cuh), as the GEMM's D does; wide.ring > 0: the
-// wide store (tma_y is y's 3-D view). multicast: a cluster launch shares boxes between tiles (else clusters split K).
+// wide store (tma_y is y's 3-D view). multicast_group: CTAs of a cluster launch that share boxes between tiles
+// (ConvIm2colProducer::multicast_group; the cluster's groups split K).
 template <class CfgT, class Epi>
 __global__ void __launch_bounds__(CfgT::value.gemm.threads(), 1)
     conv_im2col_kernel(const __grid_constant__ CUtensorMap tma_x, const __grid_constant__ CUtensorMap tma_w,
                        const GemmParams<typename Epi::Params> p, const ConvTmaGeometry geo,
                        const __grid_constant__ CUtensorMap tma_y, const int y_store_boxes, const Sm90WideStore wide,
-                       const bool multicast) {
+                       const unsigned multicast_group) {
 #if defined(__CUDA_ARCH__)
 #if __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr GemmConfig C = CfgT::value.gemm;
   // SplitK: p.split_k > 1 walks (tile, k-slice) units and leaves fp32 partials (gemm/kernel/sm90/split_k.cuh).
   // ClusterK: in a cluster launch (cluster_k) the cluster's CTAs split one tile's k-tiles (cluster_k.cuh).
   warp_specialized_gemm<C, Epi, ConvIm2colProducer<C>, Sm90Schedule{}, true, (conv_cluster_k_limit(CfgT::value) > 1)>(
-      ConvIm2colProducer<C>{&tma_x, &tma_w, geo, multicast}, p, geo.k_tiles, y_store_boxes > 0 ? &tma_y : nullptr, true,
+      ConvIm2colProducer<C>{&tma_x, &tma_w, geo, multicast_group}, p, geo.k_tiles, y_store_boxes > 0 ? &tma_y : nullptr, true,
       y_store_boxes, wide);
 #else
   __trap();  // built for a target without wgmma: the launcher never runs this image
@@ -344,7 +352,8 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
   const std::int64_t tiles = tiles_m * tiles_n;
   if (tiles > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
   // Multicast (opt.multicast = 2, 4 or 8): clusters of that many CTAs on adjacent tiles that share an
-  // operand box (ConvIm2colProducer); a persistent grid of as many clusters as fit.
+  // operand box (ConvIm2colProducer); a persistent grid of as many clusters as fit. With cluster_k: clusters
+  // of multicast × cluster_k CTAs, one unit each, whose multicast groups split K.
   using ML = WgmmaMainloop<C>;
   const int mc = opt.multicast > 1 ? opt.multicast : 1;
   if (mc > conv_multicast_limit(CfgT::value))
@@ -361,8 +370,8 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
     }
     return std::max(0, resident[n].load(std::memory_order_relaxed));
   };
-  const int mc_clusters = mc > 1 ? resident_clusters_of(mc) : 0;
-  if (mc > 1 && mc_clusters < 1)
+  const int mc_clusters = mc > 1 && cluster_k == 1 ? resident_clusters_of(mc) : 0;
+  if (mc > 1 && cluster_k == 1 && mc_clusters < 1)
     return error(StatusCode::unsupported, "a cluster of " + std::to_string(mc) + " CTAs of this instance does not fit the device (multicast)");
 
   CUtensorMap tx, tw;
@@ -388,27 +397,31 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
 
   // y (an M × K matrix, ld K) through the asynchronous TMA store where y and the epilogue allow it; the
   // wide store for tiles of few k-tiles (not in clusters: their rings are busy), as the GEMM's D.
-  const int cluster = cluster_k > 1 ? cluster_k : mc;
+  const int cluster = cluster_k * mc;
   const ConvTmaGeometry geo = conv_tma_geometry(d);
   const Sm90DStore ys =
       sm90_d_store<C, Sm90Schedule{}, Epi>(d.out_type, ops.y, s.m, d.k, d.k, d.epilogue, split_k, cluster, geo.k_tiles, ops.bias);
 
-  if (cluster_k > 1) {  // one (tile, k-slice) unit per CTA: tiles × cluster_k CTAs in clusters of cluster_k
-    if (resident_clusters_of(cluster_k) < 1)
-      return error(StatusCode::unsupported, "a cluster of " + std::to_string(cluster_k) + " CTAs of this instance does not fit the device");
-    return sm90_launch<Epi>(kernel, tiles * cluster_k, cluster_k, C.threads(), smem, stream, p, gd, false,
-                            "sm90 conv2d (TMA im2col, cluster split-K) kernel launch", tx, tw, p, geo, ys.map, ys.boxes, ys.wide, false);
+  if (cluster_k > 1) {  // one (tile or mc tiles, k-slice) unit per CTA: clusters of mc × cluster_k CTAs
+    if (resident_clusters_of(cluster) < 1)
+      return error(StatusCode::unsupported, "a cluster of " + std::to_string(cluster) + " CTAs of this instance does not fit the device");
+    const std::int64_t pair_dim = ML::pair_m ? tiles_m : tiles_n;
+    const std::int64_t units = ceil_div(pair_dim, std::int64_t{mc}) * (tiles / pair_dim);
+    return sm90_launch<Epi>(kernel, units * cluster, cluster, C.threads(), smem, stream, p, gd, false,
+                            "sm90 conv2d (TMA im2col, cluster split-K) kernel launch", tx, tw, p, geo, ys.map, ys.boxes, ys.wide,
+                            static_cast<unsigned>(mc));
   }
   if (mc > 1) {  // clusters of mc tiles along M or N (the kernel's walk of units, as the GEMM's clusters)
     const std::int64_t pair_dim = ML::pair_m ? tiles_m : tiles_n;
     const std::int64_t units = ceil_div(pair_dim, std::int64_t{mc}) * (tiles / pair_dim);
     return sm90_launch<Epi>(kernel, mc * std::min<std::int64_t>(units, mc_clusters), mc, C.threads(), smem, stream, p, gd, false,
-                            "sm90 conv2d (TMA im2col, multicast clusters) kernel launch", tx, tw, p, geo, ys.map, ys.boxes, ys.wide, true);
+                            "sm90 conv2d (TMA im2col, multicast clusters) kernel launch", tx, tw, p, geo, ys.map, ys.boxes, ys.wide,
+                            static_cast<unsigned>(mc));
   }
   const std::int64_t slots = std::int64_t{dev.sm_count > 0 ? dev.sm_count : 1} * per_sm_blocks;
   const std::int64_t works = tiles * std::max(1, split.split_k);  // split-K: (tile, k-slice) units
   return sm90_launch<Epi>(kernel, std::min(works, slots), 1, C.threads(), smem, stream, p, gd, split_k,
-                          "sm90 conv2d (TMA im2col) kernel launch", tx, tw, p, geo, ys.map, ys.boxes, ys.wide, false);
+                          "sm90 conv2d (TMA im2col) kernel launch", tx, tw, p, geo, ys.map, ys.boxes, ys.wide, 1u);
 }
 
 // The dispatch-table launcher: the built-in run-time epilogue; beta reads y's prior contents.

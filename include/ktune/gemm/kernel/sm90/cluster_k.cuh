@@ -51,10 +51,13 @@ __device__ __forceinline__ void cluster_k_producer_sync() {
 // Consumer thread `t` (0 .. Threads − 1 over all consumer warpgroups) with accumulators `acc` of its
 // slice: threads whose warpgroup does not own its sub-tile (cluster_k_owner) hand their sums to the
 // owner and return false (nothing more to do for the tile); owners return true with the whole sum in
-// `acc`. `ring` is this CTA's ring (the same offset in every CTA).
+// `acc`. `ring` is this CTA's ring (the same offset in every CTA). rank: this CTA's k-slice of `cluster`;
+// k-slice j is CTA j · stride + share_rank of the launch's cluster (stride > 1: multicast groups of
+// `stride` CTAs split K together, each group member reducing with its own tile's slices).
 template <class ML, int Threads>
 __device__ __forceinline__ bool cluster_k_sum(typename ML::Accumulators& acc, char* ring, unsigned rank,
-                                              unsigned cluster, int t) {
+                                              unsigned cluster, unsigned stride, unsigned share_rank, int t) {
+  auto cta_of = [&](unsigned k_slice) { return k_slice * stride + share_rank; };
   constexpr int per_mi = ML::WN / 8;  // float4 per m64 block
   constexpr int J = ML::MI * per_mi;
   cluster_k_barrier();  // 1: the owners' rings are free
@@ -62,7 +65,7 @@ __device__ __forceinline__ bool cluster_k_sum(typename ML::Accumulators& acc, ch
     const int cw = t / 128, tw = t % 128;
     const bool owner = rank == static_cast<unsigned>(cw);
     if (!owner) {
-      float4* dst = static_cast<float4*>(__cluster_map_shared_rank(static_cast<void*>(ring), static_cast<unsigned>(cw))) + tw;
+      float4* dst = static_cast<float4*>(__cluster_map_shared_rank(static_cast<void*>(ring), cta_of(static_cast<unsigned>(cw)))) + tw;
 #pragma unroll
       for (int mi = 0; mi < ML::MI; ++mi)
 #pragma unroll
@@ -85,7 +88,7 @@ __device__ __forceinline__ bool cluster_k_sum(typename ML::Accumulators& acc, ch
     return true;
   }
   if (rank != 0) {
-    float4* dst = static_cast<float4*>(__cluster_map_shared_rank(static_cast<void*>(ring), 0)) +
+    float4* dst = static_cast<float4*>(__cluster_map_shared_rank(static_cast<void*>(ring), cta_of(0))) +
                   static_cast<long>(rank - 1) * J * Threads + t;
 #pragma unroll
     for (int mi = 0; mi < ML::MI; ++mi)

@@ -135,11 +135,19 @@ constexpr unsigned producer_max_multicast() {
 }
 
 // Does a cluster launch of this producer multicast the shared operand even in a ClusterK kernel? (A
-// member `multicast`, set per launch: conv's tma_im2col producer; the GEMM's producer never splits K.)
+// member `multicast`, set per launch: the GEMM's producer.)
 template <class Producer>
 __device__ __forceinline__ bool producer_multicasts(const Producer& p) {
   if constexpr (requires { p.multicast; }) return p.multicast;
   else return false;
+}
+
+// Does the producer say how many CTAs of a cluster launch share each ring slot (a member `multicast_group`:
+// conv's tma_im2col producer)? 1: the cluster splits K (ClusterK); the whole cluster: it multicasts; between:
+// groups of that many consecutive ranks multicast and the groups split K (a cluster of group × cluster_k).
+template <class Producer>
+constexpr bool producer_has_multicast_group() {
+  return requires(const Producer& p) { p.multicast_group; };
 }
 
 // Ping-pong consumers (named barriers 1 and 2, 256 threads: both consumer warpgroups): consumer c may
@@ -206,9 +214,19 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   const unsigned cluster = cuda::ptx::get_sreg_cluster_nctarank();
   const unsigned rank = cluster > 1 ? cuda::ptx::get_sreg_cluster_ctarank() : 0u;
   // CTAs that share (multicast) a slot's operands: the cluster, but 1 where the cluster splits K (a
-  // ClusterK kernel's cluster launch, unless its producer says the launch multicasts: conv's @mc<N>).
-  const bool cluster_k = ClusterK && cluster > 1 && !producer_multicasts(producer);
-  const unsigned mcast = cluster_k ? 1u : cluster;
+  // ClusterK kernel's cluster launch, unless its producer says the launch multicasts). Conv's producer may
+  // split a cluster into multicast groups that split K together (producer_has_multicast_group):
+  // rank = k_rank · mcast + share_rank.
+  constexpr bool has_group = producer_has_multicast_group<Producer>();
+  // (The derived ranks are recomputed where used, not held: the 256x128 consumers have no register to spare.)
+  unsigned mcast;  // CTAs that share each slot (a power of 2)
+  if constexpr (has_group) mcast = cluster > 1 ? producer.multicast_group : 1u;
+  else mcast = ClusterK && cluster > 1 && !producer_multicasts(producer) ? 1u : cluster;
+  const bool cluster_k = ClusterK && cluster > mcast;
+  auto ck = [&] { return cluster / mcast; };  // CTAs that split each tile's K (1: none)
+  auto k_rank = [&] { return has_group ? rank / mcast : cluster_k ? rank : 0u; };  // this CTA's k-slice
+  auto share_rank = [&] { return has_group ? rank & (mcast - 1u) : cluster_k ? 0u : rank; };  // rank in its multicast group
+  auto share_base = [&] { return has_group ? rank & ~(mcast - 1u) : 0u; };  // the group's first rank
   // Wide store (epilogue.cuh: sm90_wide_layout): the consumer warps' store buffers in the ring stages the
   // mainloop does not walk, then the third bias buffers.
   constexpr Sm90WideLayout wide_layout =
@@ -269,14 +287,14 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   auto k_range = [&](int w) {
     return split       ? k_slice(k_tiles, w % p.split_k, p.split_k)
            : streamk   ? stream_k_range(p.sk, cta, w)
-           : cluster_k ? k_slice(k_tiles, static_cast<int>(rank), cl)
+           : cluster_k ? k_slice(k_tiles, static_cast<int>(k_rank()), static_cast<int>(ck()))
                        : KRange{0, k_tiles};
   };
-  const int tile_rank = cluster_k ? 0 : static_cast<int>(rank);  // this CTA's tile of its unit
+  auto tile_rank = [&] { return static_cast<int>(share_rank()); };  // this CTA's tile of its unit
   auto tile_of = [&](int w) {
     const int unit = split ? w / p.split_k : streamk ? stream_k_tile(p.sk, w) : w;
     const TileCoord u = grouped_raster(unit, units_m, units_n, p.raster_group);
-    return ML::pair_m ? TileCoord{u.m * tl + tile_rank, u.n} : TileCoord{u.m, u.n * tl + tile_rank};
+    return ML::pair_m ? TileCoord{u.m * tl + tile_rank(), u.n} : TileCoord{u.m, u.n * tl + tile_rank()};
   };
   const int wg = threadIdx.x / 128;
 
@@ -321,9 +339,9 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
         if (lane == 0) pipe.release(slot, mcast);
       } else if (mcast > 2) {  // clusters of 4 / 8: one arrival per warpgroup and CTA, after its 4 warps meet
         consumer_wg_sync(cw);
-        if (warp_in_wg == 0) pipe.release_by_lanes(slot, mcast, static_cast<unsigned>(lane));
+        if (warp_in_wg == 0) pipe.release_by_lanes(slot, mcast, share_base(), static_cast<unsigned>(lane));
       } else {
-        pipe.release_by_lanes(slot, mcast, static_cast<unsigned>(lane));
+        pipe.release_by_lanes(slot, mcast, share_base(), static_cast<unsigned>(lane));
       }
     };
     const int sub = PingPong ? 0 : cw;  // which warpgroup sub-tile of the block tile this consumer computes
@@ -336,7 +354,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     constexpr bool bias_buffers = sm90_kernel_bias_bytes(C, Sch) > 0;
     if constexpr (std::is_same_v<Epi, epilogue::Builtin> && !Sch.swap_ab)  // (swap_ab: its own store, below)
       fragments = fragments_allowed && !split && !streamk && !identity && fragment_epilogue(p.ep, p.d_vec4) && (bias_buffers || p.ep.bias == nullptr) &&
-                  (!cluster_k || cluster_k_owner(consumer_wgs, rank, cluster, cw));  // cluster split-K: owners store (and prefetch bias)
+                  (!cluster_k || cluster_k_owner(consumer_wgs, k_rank(), ck(), cw));  // cluster split-K: owners store (and prefetch bias)
     // The bias through the tensor core (host: a bias of the operands' type, alpha 1), else copied ahead.
     // (A lambda of kernel parameters and `fragments`, not a flag held across the mainloop.)
     auto bias_mma = [&] {
@@ -451,7 +469,8 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
 #pragma unroll
               for (int i = 0; i < ML::WN / 2; ++i) acc[mi][i] = 0.0f;
           }
-          if (!cluster_k_sum<ML, 128 * consumer_wgs>(acc, ring, rank, cluster, static_cast<int>(threadIdx.x) - 128)) continue;
+          if (!cluster_k_sum<ML, 128 * consumer_wgs>(acc, ring, k_rank(), ck(), has_group ? mcast : 1u, share_rank(),
+                                                     static_cast<int>(threadIdx.x) - 128)) continue;
         }
       }
 

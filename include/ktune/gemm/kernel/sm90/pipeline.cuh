@@ -90,18 +90,19 @@ struct Pipeline {
       asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
     }
   }
-  // The same for clusters of up to 8 (conv's tma_im2col multicast), every lane of the warp calling: 1 or 2
-  // CTAs as above (lane 0), more with lane r arriving on CTA r's barrier (all at once, no loop: the
-  // consumers' 128 accumulator registers leave no room for one).
-  __device__ __forceinline__ void release_by_lanes(int stage, unsigned cluster, unsigned lane) const {
-    if (cluster <= 2) {
-      if (lane == 0) release(stage, cluster);
+  // The same for groups of up to 8 CTAs (conv's tma_im2col multicast) starting at cluster rank `base` (a
+  // cluster of multicast groups that split K: conv's @ck<N>@mc<M>), every lane of the warp calling: lane r
+  // arrives on the barrier of CTA base + r (all at once, no loop: the consumers' 128 accumulator registers
+  // leave no room for one).
+  __device__ __forceinline__ void release_by_lanes(int stage, unsigned group, unsigned base, unsigned lane) const {
+    if (group == 1) {
+      if (lane == 0) (void)cuda::ptx::mbarrier_arrive(empty + stage);
       return;
     }
-    if (lane >= cluster) return;
+    if (lane >= group) return;
     const std::uint32_t local = static_cast<std::uint32_t>(__cvta_generic_to_shared(empty + stage));
     std::uint32_t remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(lane));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(base + lane));
     asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
   }
 };
