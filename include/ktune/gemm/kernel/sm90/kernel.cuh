@@ -249,8 +249,8 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     }
   }
   // Arrivals per slot: every consumer warp of every CTA sharing it, but one per warpgroup in clusters of more
-  // than 2 (release_slot below).
-  const int slot_release_warps = producer_max_multicast<Producer>() > 2 && mcast > 2 ? 1 : 4;
+  // than 2 (release_slot below; cooperative consumers: the ping-pong 128x128 consumer spilled 12 bytes with it).
+  const int slot_release_warps = producer_max_multicast<Producer>() > 2 && !PingPong && mcast > 2 ? 1 : 4;
   if (threadIdx.x == 0) pipe.init(slot_release_warps * slot_readers * static_cast<int>(mcast));
   if (cluster > 1) {  // the peer's TMA and arrivals reach this CTA's barriers: all initialised first
     cuda::ptx::barrier_cluster_arrive();
@@ -337,7 +337,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
     auto release_slot = [&](int slot) {  // this warp no longer reads ring slot `slot`
       if constexpr (producer_max_multicast<Producer>() <= 2) {
         if (lane == 0) pipe.release(slot, mcast);
-      } else if (mcast > 2) {  // clusters of 4 / 8: one arrival per warpgroup and CTA, after its 4 warps meet
+      } else if (!PingPong && mcast > 2) {  // clusters of 4 / 8: one arrival per warpgroup and CTA, after its 4 warps meet
         consumer_wg_sync(cw);
         if (warp_in_wg == 0) pipe.release_by_lanes(slot, mcast, share_base(), static_cast<unsigned>(lane));
       } else {
