@@ -167,15 +167,14 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
                          conv_valid_count<families::Sm90ConvGemm1x1> + conv_valid_count<families::Sm90ConvIm2col> +
                          conv_valid_count<families::Sm80ConvStem> + conv_valid_count<families::Sm80ConvOptimizedWide> +
                          conv_valid_count<families::Sm90ConvGemm1x1Swap> + conv_valid_count<families::Sm90ConvIm2colPingPong> +
-                         conv_valid_count<families::Sm90ConvGemm1x1PingPong> + conv_valid_count<families::Sm90ConvGemm1x1Wide>;
+                         conv_valid_count<families::Sm90ConvGemm1x1PingPong>;
   CHECK(conv_valid_count<families::Sm80ConvOptimized> == conv_family_size<families::Sm80ConvOptimized>);
   CHECK(conv_valid_count<families::Sm80ConvAnalytic> == conv_family_size<families::Sm80ConvAnalytic>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels> == conv_family_size<families::Sm80ConvFewChannels>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels3> == conv_family_size<families::Sm80ConvFewChannels3>);
-  // Hopper: block shapes with their own stage counts (1 + 1 for gemm1x1, 4 for tma_im2col) x f16/bf16
-  CHECK(conv_family_size<families::Sm90ConvGemm1x1> == 2);
-  CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 2);
-  CHECK(conv_valid_count<families::Sm90ConvGemm1x1Wide> == 2);
+  // Hopper: block shapes with their own stage counts (2 for gemm1x1, 4 for tma_im2col) x f16/bf16
+  CHECK(conv_family_size<families::Sm90ConvGemm1x1> == 4);
+  CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 4);
   CHECK(conv_valid_count<families::Sm90ConvGemm1x1PingPong> == 1);  // f16 pp 64x256
   CHECK(conv_family_size<families::Sm90ConvIm2col> == 8);
   CHECK(conv_valid_count<families::Sm90ConvIm2col> == 8);
@@ -264,7 +263,7 @@ TEST_CASE("conv can_implement: reasons by iterator, type and alignment") {
 }
 
 TEST_CASE("conv can_implement: the Hopper routes and their reasons") {
-  const ConvKernelEntry* g = conv_table().find("conv_gemm1x1+ktune_gemm_sm90_wgmma_f16_tn_128x128x64_w64x128_s6_a8");
+  const ConvKernelEntry* g = conv_table().find("conv_gemm1x1+ktune_gemm_sm90_wgmma_f16_tn_128x128x64_w64x128_s5_a8");
   const ConvKernelEntry* t = conv_table().find("ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_128x128x64_w64x128_s6_a8");
   REQUIRE(g != nullptr);
   REQUIRE(t != nullptr);
@@ -507,6 +506,6 @@ TEST_CASE("conv gemm1x1: the GEMM-table tiles run the GEMM entry of the same con
       CHECK(same == nullptr);  // a tile the GEMM table has would be a second copy of its kernel
     }
   }
-  CHECK(routed == 5);  // 256x128 f16/bf16, pp 64x256 f16, swap 64x112 / 128x96 f16
-  CHECK(own == 2);     // 128x128 s6 f16/bf16 (the GEMM's 128x128 has 5 stages)
+  CHECK(routed == 7);  // 256x128 and 128x128 f16/bf16, pp 64x256 f16, swap 64x112 / 128x96 f16
+  CHECK(own == 0);
 }

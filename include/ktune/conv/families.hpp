@@ -1,7 +1,7 @@
 // ktune/conv/families.hpp — the default conv2d fprop families (sm80 mma.sync and sm90 TMA + wgmma, f16
 // and bf16 with fp32 accumulation). Tuning policy, kept apart from kernel code: the constraint model
 // prunes the product and the host tests list what survived. Instance counts are kept modest (build
-// time): 22 mma.sync (4 of them stems), 18 Hopper (4 of them the 1x1 swap-AB GEMMs).
+// time): 22 mma.sync (4 of them stems), 17 Hopper (7 of them, on the 1x1 route, the GEMM table's own kernels).
 #pragma once
 #include "ktune/arch.hpp"
 #include "ktune/conv/family.hpp"
@@ -98,29 +98,21 @@ struct Sm80ConvStem {
 // multiprocessor (two for 64x64). Kept few: every sm90 instance costs ~10 s of build. The choice among
 // them is sm90_conv_cost (conv/dispatch.hpp).
 
-// 1×1, stride 1, no padding (9 of the 15 ResNet-50 layers): the sm90 GEMM kernel itself. No 128x64 tile:
-// the TMA im2col route's 128x64 (the same wgmma tile, loading 1×1 layers as well) is the one the tuner took
-// on every H200 run; the copy here cost ~8 s of compile per type (the 10-minute test build,
-// notes/build-time.md). 128x128 w64x128 s6 is compiled here (the GEMM table's 128x128 has 5 stages); the
-// other 1×1 tiles are GEMM table instances (gemm_table_kernels: the route launches those entries).
+// 1×1, stride 1, no padding (9 of the 15 ResNet-50 layers): the sm90 GEMM kernel itself, as the GEMM table's
+// own instances (gemm_table_kernels: the route launches those entries, no kernel is compiled for it): 256x128
+// (Sm90WgmmaF16, the large 1×1 layers) and 128x128 s5 (Sm90WgmmaF16Small). No 128x64 tile: the TMA im2col
+// route's 128x64 (the same wgmma tile, loading 1×1 layers as well) is the one the tuner took on every H200 run.
+// (Until session 14 the 128x128 tile had 6 stages and its own kernel, compiled here for ~10 s of CPU per type
+// in the 10-minute test build; the tuner picked it on none of the 90 bench_conv problems of the H200 runs since
+// the ping-pong tiles (220a233, a279b84, 372d63c), on one of 30 at 4d6d459.)
 struct Sm90ConvGemm1x1 {
   static constexpr std::string_view name = "sm90_conv_gemm1x1";
   static constexpr const ArchTraits& arch = sm90;
   static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::gemm1x1, 8, 0}};
-  static constexpr ConvBlockShape blocks[] = {{{128, 128, 64}, {64, 128}, 6}};
-  static constexpr int stages[] = {6};
-};
-
-// The same route on the GEMM's 256x128 tile (Sm90WgmmaF16, the large 1×1 layers): the GEMM table's entry.
-struct Sm90ConvGemm1x1Wide {
-  static constexpr std::string_view name = "sm90_conv_gemm1x1_wide";
-  static constexpr const ArchTraits& arch = sm90;
-  static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
-  static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::gemm1x1, 8, 0}};
-  static constexpr ConvBlockShape blocks[] = {{{256, 128, 64}, {128, 128}, 4}};
+  static constexpr ConvBlockShape blocks[] = {{{256, 128, 64}, {128, 128}, 4}, {{128, 128, 64}, {64, 128}, 5}};
   static constexpr int stages[] = {4};
-  static constexpr bool gemm_table_kernels = true;
+  static constexpr bool gemm_table_kernels = true;  // Sm90WgmmaF16 / Sm90WgmmaF16Small's entries
 };
 
 // The same route on the GEMM's ping-pong 64x256 tile (Sm90WgmmaF16PingPong), for the short-K, wide layers

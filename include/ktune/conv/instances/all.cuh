@@ -15,7 +15,6 @@ namespace ktune::detail {
   register_conv_family<families::Sm80ConvFewChannels3>();
   register_conv_family<families::Sm80ConvStem>();
   register_conv_family<families::Sm90ConvGemm1x1>();
-  register_conv_family<families::Sm90ConvGemm1x1Wide>();
   register_conv_family<families::Sm90ConvGemm1x1PingPong>();
   register_conv_family<families::Sm90ConvGemm1x1Swap>();
   register_conv_family<families::Sm90ConvIm2col>();
