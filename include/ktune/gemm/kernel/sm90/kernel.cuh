@@ -219,12 +219,16 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   // rank = k_rank · mcast + share_rank.
   constexpr bool has_group = producer_has_multicast_group<Producer>();
   // (The derived ranks are recomputed where used, not held: the 256x128 consumers have no register to spare.)
-  unsigned mcast;  // CTAs that share each slot (a power of 2)
-  if constexpr (has_group) mcast = cluster > 1 ? producer.multicast_group : 1u;
-  else mcast = ClusterK && cluster > 1 && !producer_multicasts(producer) ? 1u : cluster;
-  const bool cluster_k = ClusterK && cluster > mcast;
-  auto ck = [&] { return cluster / mcast; };  // CTAs that split each tile's K (1: none)
-  auto k_rank = [&] { return has_group ? rank / mcast : cluster_k ? rank : 0u; };  // this CTA's k-slice
+  auto group = [&] {  // the producer's multicast group in a cluster launch
+    if constexpr (has_group) return cluster > 1 ? producer.multicast_group : 1u;
+    else return 1u;
+  };
+  const bool cluster_k = has_group ? ClusterK && cluster > group() : ClusterK && cluster > 1 && !producer_multicasts(producer);
+  const unsigned mcast = has_group ? group() : cluster_k ? 1u : cluster;  // CTAs that share each slot (a power of 2)
+  // (mcast is a power of 2: shifts, not divisions. Without a group, and used only where cluster_k holds, the
+  // cluster and the rank themselves, as the GEMM's kernel has always had them.)
+  auto ck = [&] { return has_group ? cluster >> __popc(mcast - 1u) : cluster; };  // CTAs that split each tile's K
+  auto k_rank = [&] { return has_group ? rank >> __popc(mcast - 1u) : rank; };     // this CTA's k-slice
   auto share_rank = [&] { return has_group ? rank & (mcast - 1u) : cluster_k ? 0u : rank; };  // rank in its multicast group
   auto share_base = [&] { return has_group ? rank & ~(mcast - 1u) : 0u; };  // the group's first rank
   // Wide store (epilogue.cuh: sm90_wide_layout): the consumer warps' store buffers in the ring stages the
@@ -290,7 +294,9 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
            : cluster_k ? k_slice(k_tiles, static_cast<int>(k_rank()), static_cast<int>(ck()))
                        : KRange{0, k_tiles};
   };
-  auto tile_rank = [&] { return static_cast<int>(share_rank()); };  // this CTA's tile of its unit
+  // This CTA's tile of its unit (held by the GEMM's kernel, recomputed by conv's: its registers are short).
+  const int gemm_tile_rank = has_group ? 0 : cluster_k ? 0 : static_cast<int>(rank);
+  auto tile_rank = [&] { return has_group ? static_cast<int>(share_rank()) : gemm_tile_rank; };
   auto tile_of = [&](int w) {
     const int unit = split ? w / p.split_k : streamk ? stream_k_tile(p.sk, w) : w;
     const TileCoord u = grouped_raster(unit, units_m, units_n, p.raster_group);
@@ -469,7 +475,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
 #pragma unroll
               for (int i = 0; i < ML::WN / 2; ++i) acc[mi][i] = 0.0f;
           }
-          if (!cluster_k_sum<ML, 128 * consumer_wgs>(acc, ring, k_rank(), ck(), has_group ? mcast : 1u, share_rank(),
+          if (!cluster_k_sum<ML, 128 * consumer_wgs>(acc, ring, k_rank(), ck(), has_group ? mcast : 1u, has_group ? share_rank() : 0u,
                                                      static_cast<int>(threadIdx.x) - 128)) continue;
         }
       }
