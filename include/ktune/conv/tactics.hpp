@@ -219,9 +219,10 @@ inline std::vector<ConvLaunchOptions> conv_split_variants(const ConvKernelEntry&
 }
 
 // The largest multicast cluster the tuner times (conv_multicast_variants): 2 by default. Clusters of 4
-// and 8 are correct and sanitizer-clean on the H200 (s14, f27993f) but were never faster than pairs there: 7² 3×3 512→512 (N = 32) 128x64 @mc2 20.6 µs,
-// @mc4 21.5, @mc8 22.7 (one arrival per warpgroup), whole K 22.6; the tuner with the switch at 8 picked
-// the same tactics as at 2 on all 15 ResNet-50 layers. ktune-conv-bench --multicast and explicit options
+// and 8 are correct and sanitizer-clean on the H200 (s14, f27993f) but were never faster than pairs there:
+// 7² 3×3 512→512 (N = 32), 128x64, one run (s14a): @mc2 21.1 µs, @mc4 21.5, @mc8 22.7 (one arrival per
+// warpgroup), whole K 22.6; the tuner with the switch at 8 picked the same tactics as at 2 on all 15
+// ResNet-50 layers. ktune-conv-bench --multicast and explicit options
 // (@mc4, @mc8) reach them. A/B switch, read once: KTUNE_CONV_TUNED_MULTICAST=1 (no multicast
 // proposals), 2, 4 or 8.
 inline int conv_tuned_multicast_max() {

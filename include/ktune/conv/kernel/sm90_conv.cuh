@@ -185,9 +185,9 @@ struct ConvIm2colProducer {
   const CUtensorMap* x;  // im2col map over x (NHWC)
   const CUtensorMap* w;  // tiled map {C, R·S, K} over the filters
   ConvTmaGeometry g;
-  // CTAs of a cluster launch that share each box (warp_specialized_gemm reads it: producer_has_multicast_group): the
-  // cluster (multicast), 1 (cluster split-K), or groups of `share` consecutive ranks that multicast while
-  // the groups split K.
+  // CTAs of a cluster launch that share each box (warp_specialized_gemm reads it: producer_has_multicast_group):
+  // the cluster (multicast), 1 (cluster split-K), or groups of that many consecutive ranks that multicast
+  // while the groups split K.
   unsigned multicast_group = 1;
   static constexpr unsigned max_multicast = conv_max_multicast;  // clusters of up to 8 (producer_max_multicast)
   mutable Im2colWalk walk{};
@@ -196,9 +196,9 @@ struct ConvIm2colProducer {
     prefetch_tensor_map(w);
   }
   // A group of Cl CTAs (cluster ranks base .. base + Cl − 1, base a multiple of Cl): this CTA loads its 1/Cl
-  // of the shared box into all of them.
+  // of the shared box into all of them. (The cluster rank is read here, not passed: one more live register
+  // spilled the 40-register producer.)
   template <int Cl>
-  // (The cluster rank is read here, not passed: one more live register spilled the 40-register producer.)
   __device__ __forceinline__ void load_shared(char* stage, std::uint64_t* bar, int m0, int n0, int kt) const {
     const unsigned cluster_rank = cuda::ptx::get_sreg_cluster_ctarank();
     const unsigned rank = cluster_rank % Cl;
@@ -402,18 +402,18 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
   const Sm90DStore ys =
       sm90_d_store<C, Sm90Schedule{}, Epi>(d.out_type, ops.y, s.m, d.k, d.k, d.epilogue, split_k, cluster, geo.k_tiles, ops.bias);
 
-  if (cluster_k > 1) {  // one (tile or mc tiles, k-slice) unit per CTA: clusters of mc × cluster_k CTAs
+  // Units of a cluster launch: mc adjacent tiles along the dimension the clusters pair (the kernel's walk of
+  // units, as the GEMM's clusters); a tile each when mc = 1.
+  const std::int64_t pair_dim = ML::pair_m ? tiles_m : tiles_n;
+  const std::int64_t units = ceil_div(pair_dim, std::int64_t{mc}) * (tiles / pair_dim);
+  if (cluster_k > 1) {  // one (unit, k-slice) per CTA: clusters of mc × cluster_k CTAs
     if (resident_clusters_of(cluster) < 1)
       return error(StatusCode::unsupported, "a cluster of " + std::to_string(cluster) + " CTAs of this instance does not fit the device");
-    const std::int64_t pair_dim = ML::pair_m ? tiles_m : tiles_n;
-    const std::int64_t units = ceil_div(pair_dim, std::int64_t{mc}) * (tiles / pair_dim);
     return sm90_launch<Epi>(kernel, units * cluster, cluster, C.threads(), smem, stream, p, gd, false,
                             "sm90 conv2d (TMA im2col, cluster split-K) kernel launch", tx, tw, p, geo, ys.map, ys.boxes, ys.wide,
                             static_cast<unsigned>(mc));
   }
-  if (mc > 1) {  // clusters of mc tiles along M or N (the kernel's walk of units, as the GEMM's clusters)
-    const std::int64_t pair_dim = ML::pair_m ? tiles_m : tiles_n;
-    const std::int64_t units = ceil_div(pair_dim, std::int64_t{mc}) * (tiles / pair_dim);
+  if (mc > 1) {  // a persistent grid of clusters of mc tiles along M or N
     return sm90_launch<Epi>(kernel, mc * std::min<std::int64_t>(units, mc_clusters), mc, C.threads(), smem, stream, p, gd, false,
                             "sm90 conv2d (TMA im2col, multicast clusters) kernel launch", tx, tw, p, geo, ys.map, ys.boxes, ys.wide,
                             static_cast<unsigned>(mc));

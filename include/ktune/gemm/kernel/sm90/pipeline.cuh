@@ -96,7 +96,7 @@ struct Pipeline {
   // leave no room for one).
   __device__ __forceinline__ void release_by_lanes(int stage, unsigned group, unsigned base, unsigned lane) const {
     if (group == 1) {
-      if (lane == 0) (void)cuda::ptx::mbarrier_arrive(empty + stage);
+      if (lane == 0) release(stage, 1u);
       return;
     }
     if (lane >= group) return;
