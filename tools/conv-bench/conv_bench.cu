@@ -25,11 +25,11 @@
 // every non-default tactic the tuner would time (conv_launch_variants: raster group, split-K) of every
 // instance; --splits also times every split-K instance (the Hopper routes) with each split count given,
 // in parallel mode and, where the instance has it, serial mode, and with every cluster split-K size it
-// takes (cluster_k, "@ck2"); with --multicast too, every cluster of both ("@ck2@mc2"). Those rows are named by tactic ("<instance>@split4p") and count for "best"
-// like instances. --multicast also times every Hopper instance in each multicast cluster size it takes
-// ("@mc2", "@mc4", "@mc8"). --only TEXT times only the tactics whose name contains TEXT and tunes nothing (for
-// ncu: the first launches of a kernel are then that tactic's; the pick and cuDNN still run). --sm80 times
-// only the mma.sync instances and picks among them (the mma.sync tile policy): the issue's "with the
+// takes (cluster_k, "@ck2"); with --multicast too, every cluster of both ("@ck2@mc2"). Those rows are named
+// by tactic ("<instance>@split4p") and count for "best" like instances. --multicast also times every Hopper
+// instance in each multicast cluster size it takes ("@mc2", "@mc4", "@mc8"). --only TEXT times only the
+// tactics whose name contains TEXT and tunes nothing (for ncu: the first launches of a kernel are then that
+// tactic's; the pick and cuDNN still run). --sm80 times only the mma.sync instances and picks among them (the mma.sync tile policy): the issue's "with the
 // mma.sync families alone" figure, faster (no tuning: the "tuned" figures fall back to the pick); with
 // --tactics also their persistent grids ("@pk2").
 #include <cuda_runtime.h>
