@@ -176,8 +176,8 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
   CHECK(conv_family_size<families::Sm90ConvGemm1x1> == 4);
   CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 4);
   CHECK(conv_valid_count<families::Sm90ConvGemm1x1PingPong> == 1);  // f16 pp 64x256
-  CHECK(conv_family_size<families::Sm90ConvIm2col> == 10);
-  CHECK(conv_valid_count<families::Sm90ConvIm2col> == 10);
+  CHECK(conv_family_size<families::Sm90ConvIm2col> == 8);
+  CHECK(conv_valid_count<families::Sm90ConvIm2col> == 8);
   // ping-pong consumers: f16 x 128x64 s7, 128x128 s5
   CHECK(conv_valid_count<families::Sm90ConvIm2colPingPong> == conv_family_size<families::Sm90ConvIm2colPingPong>);
   CHECK(conv_valid_count<families::Sm90ConvIm2colPingPong> == 2);

@@ -149,16 +149,12 @@ struct Sm90ConvGemm1x1Swap {
 };
 
 // Any filter, stride ≤ 8, C % 8 == 0: A by TMA im2col, B by a 3-D TMA map over the KRSC filters.
-// 64x128 (one consumer warpgroup, wgmma N = 128): a 64x64 wgmma reads 4 KB of shared memory per 32 cycles of
-// math, the SM's whole shared-memory bandwidth; N = 128 reads 6 KB per 64. For long-K layers with few pixels
-// (7² 3x3 512->512 at N = 32: 25 x 4 = 100 CTAs where 128x128 gives 52).
 struct Sm90ConvIm2col {
   static constexpr std::string_view name = "sm90_conv_tma_im2col";
   static constexpr const ArchTraits& arch = sm90;
   static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::tma_im2col, 8, 0}};
   static constexpr ConvBlockShape blocks[] = {{{64, 64, 64}, {64, 64}, 6},
-                                              {{64, 128, 64}, {64, 128}, 8},
                                               {{128, 64, 64}, {64, 64}, 6},
                                               {{128, 128, 64}, {64, 128}, 6},
                                               {{256, 128, 64}, {128, 128}, 4}};
