@@ -1,11 +1,11 @@
-# limit: 240
+# limit: 360
 # A/B(/C...) of commits' conv kernels on one instance, without the full build: each commit's tree (git
 # archive) with src/instances/ cut down to the f16 tma_im2col 128x64 instance (index 1 of Sm90ConvIm2col;
 # PROBE_PART to change it), ktune-conv-bench built from each at once (~35-60 s on 16 cores), then run in
 # turn, each beside cuDNN in its own process, ROUNDS times. VARIANTS: commits or branches (default: main and
 # the session-15 branches, notes/conv2d.md "Session 15").
 set -u
-VARIANTS=${VARIANTS:-"main s15-producer-range s15-two-loaders"} PROBE_PART=${PROBE_PART:-1} LAYERS=${LAYERS:-12,13,1}
+VARIANTS=${VARIANTS:-"main s15-producer-range s15-two-loaders s15-two-loaders-s8"} PROBE_PART=${PROBE_PART:-1} LAYERS=${LAYERS:-12,13,1}
 ROUNDS=${ROUNDS:-3}
 T0=$(date +%s)
 i=0
