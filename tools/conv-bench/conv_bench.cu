@@ -29,9 +29,9 @@
 // by tactic ("<instance>@split4p") and count for "best" like instances. --multicast also times every Hopper
 // instance in each multicast cluster size it takes ("@mc2", "@mc4", "@mc8"). --only TEXT times only the
 // tactics whose name contains TEXT and tunes nothing (for ncu: the first launches of a kernel are then that
-// tactic's; the pick and cuDNN still run). --sm80 times only the mma.sync instances and picks among them (the mma.sync tile policy): the issue's "with the
-// mma.sync families alone" figure, faster (no tuning: the "tuned" figures fall back to the pick); with
-// --tactics also their persistent grids ("@pk2").
+// tactic's; the pick and cuDNN still run). --sm80 times only the mma.sync instances and picks among them
+// (the mma.sync tile policy): the issue's "with the mma.sync families alone" figure, faster (no tuning: the
+// "tuned" figures fall back to the pick); with --tactics also their persistent grids ("@pk2").
 #include <cuda_runtime.h>
 
 #include <algorithm>
