@@ -167,7 +167,7 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
                          conv_valid_count<families::Sm90ConvGemm1x1> + conv_valid_count<families::Sm90ConvIm2col> +
                          conv_valid_count<families::Sm80ConvStem> + conv_valid_count<families::Sm80ConvOptimizedWide> +
                          conv_valid_count<families::Sm90ConvGemm1x1Swap> + conv_valid_count<families::Sm90ConvIm2colPingPong> +
-                         conv_valid_count<families::Sm90ConvGemm1x1PingPong>;
+                         conv_valid_count<families::Sm90ConvGemm1x1PingPong> + conv_valid_count<families::Sm90ConvIm2colSwap>;
   CHECK(conv_valid_count<families::Sm80ConvOptimized> == conv_family_size<families::Sm80ConvOptimized>);
   CHECK(conv_valid_count<families::Sm80ConvAnalytic> == conv_family_size<families::Sm80ConvAnalytic>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels> == conv_family_size<families::Sm80ConvFewChannels>);
@@ -200,7 +200,17 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
     CHECK_FALSE(conv_supports_split_k(c));
     CHECK(conv_instance_name(c).view().find("_tn_swap_") != std::string_view::npos);
   }
-  CHECK(expected == 12 + 12 + 4 + 6 + 2 + 2 + 1);
+  // TMA im2col on the swap-AB schedule: f16 x 64x112 s9 (swapped orientation: 64 filters x 112 pixels)
+  CHECK(conv_valid_count<families::Sm90ConvIm2colSwap> == conv_family_size<families::Sm90ConvIm2colSwap>);
+  CHECK(conv_valid_count<families::Sm90ConvIm2colSwap> == 1);
+  for (const ConvConfig& c : valid_conv_configs<families::Sm90ConvIm2colSwap>()) {
+    CHECK(c.gemm.schedule == WgSchedule::swap_ab);
+    CHECK_FALSE(conv_supports_split_k(c));
+    CHECK(conv_multicast_limit(c) == 1);
+    CHECK(conv_cluster_k_limit(c) == 1);
+    CHECK(conv_instance_name(c).view() == "ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_swap_64x112x64_w64x112_s9_a8");
+  }
+  CHECK(expected == 12 + 12 + 4 + 6 + 2 + 2 + 1 + 1);
   CHECK(conv_table().size() == expected);
   std::set<std::string> names;
   for (const auto& e : conv_table().entries()) {

@@ -179,13 +179,14 @@ TEST_CASE("conv split-K: the estimate — whole K when the grid is full, fewer r
 
 TEST_CASE("conv cluster split-K: limits, proposals, names, refusals") {
   const DeviceInfo dev = ktune::test::fake_h200();
-  // Only tma_im2col with cooperative warpgroup tiles up to 64x128 (128x128 spilled), bounded by rank 0's ring.
+  // Only tma_im2col with cooperative warpgroup tiles up to 64x128 (128x128 spilled; not ping-pong or swap AB),
+  // bounded by rank 0's ring.
   for (const ConvKernelEntry& e : conv_table().entries()) {
     CAPTURE(e.name);
     const int limit = conv_cluster_k_limit(e.config);
     const GemmConfig& g = e.config.gemm;
     if (e.config.iterator != ConvIterator::tma_im2col || g.warp.m * g.warp.n > 64 * 128 ||
-        g.schedule == WgSchedule::pingpong) {
+        g.schedule != WgSchedule::cooperative) {
       CHECK(limit == 1);
       continue;
     }

@@ -180,16 +180,21 @@ TEST_CASE("swap AB: the cost model ranks them among the tuner's first candidates
   }
 }
 
-TEST_CASE("swap AB: the conv gemm1x1 route's swap instances take 1x1 layers with 16-bit y, no split-K or multicast") {
+TEST_CASE("swap AB: the conv routes' swap instances take 16-bit y, no split-K or multicast") {
   const DeviceInfo dev = fake_h200();
-  int seen = 0;
+  int seen = 0, seen_im2col = 0;
   for (const ConvKernelEntry& e : conv_table().entries()) {
     if (!is_swap_ab(e.config.gemm)) continue;
-    ++seen;
     CAPTURE(e.name);
-    CHECK(e.config.iterator == ConvIterator::gemm1x1);
-    CHECK(e.name.find("conv_gemm1x1+ktune_gemm_sm90_") == 0);
-    CHECK(e.name.find("_tn_swap_") != std::string_view::npos);
+    if (e.config.iterator == ConvIterator::tma_im2col) {  // 3x3 as well (Sm90ConvIm2colSwap)
+      ++seen_im2col;
+      CHECK(e.name.find("ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_swap_") == 0);
+    } else {
+      ++seen;
+      CHECK(e.config.iterator == ConvIterator::gemm1x1);
+      CHECK(e.name.find("conv_gemm1x1+ktune_gemm_sm90_") == 0);
+      CHECK(e.name.find("_tn_swap_") != std::string_view::npos);
+    }
     CHECK_FALSE(conv_supports_split_k(e.config));
     CHECK(conv_cluster_k_limit(e.config) == 1);
     Conv2dDesc d;
@@ -197,7 +202,8 @@ TEST_CASE("swap AB: the conv gemm1x1 route's swap instances take 1x1 layers with
     d.h = d.w = 7;
     d.c = 2048;
     d.k = 512;
-    d.r = d.s = 1;
+    d.r = d.s = e.config.iterator == ConvIterator::tma_im2col ? 3 : 1;
+    d.pad_h = d.pad_w = d.r / 2;
     d.type = e.config.operand();
     d.out_type = d.type;
     d.epilogue = bias_activation(Activation::relu);
@@ -211,7 +217,8 @@ TEST_CASE("swap AB: the conv gemm1x1 route's swap instances take 1x1 layers with
     CHECK(s.code() == StatusCode::unsupported);
     CHECK(s.message().find("16-bit y") != std::string::npos);
   }
-  CHECK(seen == 2);  // f16 only (families.hpp: Sm90ConvGemm1x1Swap)
+  CHECK(seen == 2);         // f16 only (families.hpp: Sm90ConvGemm1x1Swap)
+  CHECK(seen_im2col == 1);  // f16 64x112 (Sm90ConvIm2colSwap)
 }
 
 TEST_CASE("swap AB: the conv cost model puts the swap tiles first among the gemm1x1 instances on the 7x7 and 14x14 1x1 layers") {

@@ -69,7 +69,8 @@ constexpr int conv_gather_rows(const ConvConfig& c) {
 inline constexpr int conv_max_gather_rows = 8;
 
 // Stable, readable name, e.g. ktune_conv2d_fprop_sm80_f16_optimized_128x128x32_w64x64_s4_a8 or
-// ktune_conv2d_fprop_sm80_bf16_few_channels_c3_128x64x32_w64x32_s4_a1 (ping-pong consumers: ..._pp_<tile>).
+// ktune_conv2d_fprop_sm80_bf16_few_channels_c3_128x64x32_w64x32_s4_a1 (ping-pong consumers: ..._pp_<tile>;
+// swap AB: ..._swap_<tile>, the tile in the swapped orientation, filters x pixels).
 // Part of the public interface.
 // 1×1 convolutions served by a Hopper GEMM instance are named after it:
 // conv_gemm1x1+ktune_gemm_sm90_<math>_rc_<tile>_w<warp>_s<stages>_a8.
@@ -81,6 +82,7 @@ constexpr ConvInstanceName conv_instance_name(const ConvConfig& c) {
   s.append('_').append(to_string(c.iterator));
   if (c.iterator == ConvIterator::few_channels || c.iterator == ConvIterator::stem) s.append("_c").append(c.channels);
   if (c.gemm.schedule == WgSchedule::pingpong) s.append("_pp");
+  if (c.gemm.schedule == WgSchedule::swap_ab) s.append("_swap");
   s.append('_').append(c.gemm.tile.m).append('x').append(c.gemm.tile.n).append('x').append(c.gemm.tile.k);
   s.append("_w").append(c.gemm.warp.m).append('x').append(c.gemm.warp.n);
   s.append("_s").append(c.gemm.stages).append("_a").append(c.gemm.align);
@@ -193,9 +195,9 @@ constexpr ConvVerdict validate(const ConvConfig& c, const ArchTraits& arch) {
   if (const Verdict gv = validate(g, arch); !gv.ok()) return ConvVerdict{ConvRule::gemm, gv, 0, 0};
   // Hopper iterators load whole tiles with TMA: the GEMM's sm90 rules (swizzle rows, TMA boxes, 16-byte
   // alignment, shared memory, registers) are all there is. Swap AB (the GEMM's transposed problem) runs
-  // on the gemm1x1 route only: the im2col producer loads A as the kernel's A.
-  if (is_sm90_iterator(c.iterator))
-    return conv_require(c.iterator == ConvIterator::gemm1x1 || !is_swap_ab(g), ConvRule::math, 0, 0);
+  // on both: gemm1x1 hands the GEMM launcher the swapped operands, the im2col producer loads the filter box
+  // as the kernel's A and the im2col box as its B.
+  if (is_sm90_iterator(c.iterator)) return {};
   const int chunk = conv_chunk_elems(c);
   if (c.iterator == ConvIterator::optimized)
     if (auto v = conv_require(g.align == chunk, ConvRule::iterator_vector, g.align, chunk); !v.ok()) return v;

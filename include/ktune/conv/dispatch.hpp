@@ -226,6 +226,10 @@ inline Status can_implement(const ConvKernelEntry& e, const Conv2dDesc& d, const
                                                  " == 0, C = " + n(d.c));
       if (c.iterator == ConvIterator::tma_im2col) {
         KTUNE_RETURN_IF_ERROR(tma_im2col_limits(d));
+        if (is_swap_ab(c.gemm)) {  // the transposed store of the swap-AB kernel
+          const Status s = swap_ab_implements(implicit_gemm_of(d));
+          if (!s.ok()) return error(s.code(), "swap-AB tma_im2col instance (y is its GEMM's D: 16-bit y only): " + s.message());
+        }
       }
       break;
     case ConvIterator::few_channels:

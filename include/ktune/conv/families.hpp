@@ -176,4 +176,20 @@ struct Sm90ConvIm2colPingPong {
   static constexpr int stages[] = {7};
 };
 
+// The TMA im2col route on the GEMM's swap-AB schedule: the kernel runs y^T = w·im2col(x)^T, so the filter
+// box is wgmma's A (64 filters) and the im2col box its B (112 pixels, wgmma N = 112), one consumer warpgroup,
+// 9 stages; the epilogue stores each tile transposed (the GEMM's store_tile_swapped). Tile in that SWAPPED
+// orientation: 64x112 = 64 output channels x 112 output pixels. For the 3x3 layers with few pixels and long
+// K: H200 session 16, f16 GEMM 1568x512x4608 (7² 3×3 512→512 at N = 32 as a GEMM) ran 17.7 µs on the GEMM's
+// swap 64x112 against 24.7 on 128x128 and 20.3 on 64x128, while the im2col route's best tactic took 21.3
+// (cuDNN fused 16.4-16.9). f16 only; no split-K, multicast or cluster split-K (the swap kernel's limits).
+struct Sm90ConvIm2colSwap {
+  static constexpr std::string_view name = "sm90_conv_tma_im2col_swap";
+  static constexpr const ArchTraits& arch = sm90;
+  static constexpr MathOp maths[] = {MathOp::wgmma_f16};
+  static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::tma_im2col, 8, 0}};
+  static constexpr ConvBlockShape blocks[] = {{{64, 112, 64}, {64, 112}, 9, WgSchedule::swap_ab}};
+  static constexpr int stages[] = {9};
+};
+
 }  // namespace ktune::families

@@ -19,6 +19,7 @@ namespace ktune::detail {
   register_conv_family<families::Sm90ConvGemm1x1Swap>();
   register_conv_family<families::Sm90ConvIm2col>();
   register_conv_family<families::Sm90ConvIm2colPingPong>();
+  register_conv_family<families::Sm90ConvIm2colSwap>();
   return true;
 }();
 }  // namespace ktune::detail

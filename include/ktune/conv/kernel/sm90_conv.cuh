@@ -218,6 +218,12 @@ struct ConvIm2colProducer {
   __device__ __forceinline__ void load(char* stage, std::uint64_t* bar, TileCoord tc, int kt, unsigned cluster,
                                        unsigned /*rank: load_shared reads it*/) const {
     const int m0 = tc.m * C.tile.m, n0 = tc.n * C.tile.n;
+    if constexpr (is_swap_ab(C)) {  // kernel rows are filters (A: the filter box), columns pixels (B: im2col)
+      const Im2colBox b = walk.box(g, n0, kt);
+      tma_load_3d(stage, w, b.c0, b.tap, m0, bar);
+      tma_load_im2col_4d(stage + ML::a_bytes, x, b.c0, b.w, b.h, b.n, b.off_w, b.off_h, bar);
+      return;
+    }
     // Clusters of 2, 4, 8 as compile-time sizes: a run-time share (a shift by log2(cluster)) made ptxas spill
     // the 256x128 tile's producer (60 bytes, sm_90a).
     if (cluster == 2) return load_shared<2>(stage, bar, m0, n0, kt);
@@ -245,7 +251,9 @@ __global__ void __launch_bounds__(CfgT::value.gemm.threads(), 1)
   constexpr GemmConfig C = CfgT::value.gemm;
   // SplitK: p.split_k > 1 walks (tile, k-slice) units and leaves fp32 partials (gemm/kernel/sm90/split_k.cuh).
   // ClusterK: in a cluster launch (cluster_k) the cluster's CTAs split one tile's k-tiles (cluster_k.cuh).
-  warp_specialized_gemm<C, Epi, ConvIm2colProducer<C>, Sm90Schedule{}, true, (conv_cluster_k_limit(CfgT::value) > 1)>(
+  // Swap AB: the transposed problem, stored transposed (neither split-K form).
+  constexpr Sm90Schedule sch{false, false, is_swap_ab(C)};
+  warp_specialized_gemm<C, Epi, ConvIm2colProducer<C>, sch, !sch.swap_ab, (conv_cluster_k_limit(CfgT::value) > 1)>(
       ConvIm2colProducer<C>{&tma_x, &tma_w, geo, multicast_group}, p, geo.k_tiles, y_store_boxes > 0 ? &tma_y : nullptr, true,
       y_store_boxes, wide);
 #else
@@ -321,6 +329,14 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
   // ktune's per-stream workspace pool, summed by the GEMM's reduction kernel (parallel) or in the kernel
   // (serial: warpgroup tiles up to 64x128). Checked before anything is launched or written.
   const GemmDesc gd = implicit_gemm_of(d);
+  if constexpr (is_swap_ab(C)) {  // the transposed store takes 16-bit y; no split-K or clusters of any kind
+    if (const Status st = swap_ab_implements(gd); !st.ok())
+      return error(st.code(), "swap-AB tma_im2col instance (y is its GEMM's D): " + st.message());
+    if (opt.split_k > 1 || opt.cluster_k > 1 || opt.multicast > 1)
+      return error(StatusCode::unsupported, "swap-AB tma_im2col instance: no split_k, cluster_k or multicast (got " +
+                                                std::to_string(opt.split_k) + ", " + std::to_string(opt.cluster_k) + ", " +
+                                                std::to_string(opt.multicast) + ")");
+  }
   GemmLaunchOptions split;
   split.split_k = opt.split_k;
   split.split_mode = opt.split_mode;
@@ -348,7 +364,10 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
   int per_sm_blocks = 1;
   KTUNE_RETURN_IF_ERROR(sm90_prepare_launch<kernel>(C.threads(), smem, dev, per_sm_blocks));
   const ConvShape s = conv_shape(d);
-  const std::int64_t tiles_m = ceil_div(s.m, std::int64_t{C.tile.m}), tiles_n = ceil_div(d.k, std::int64_t{C.tile.n});
+  // Swap AB: the kernel's M is the K filters and its N the N·P·Q pixels (its tile in that orientation).
+  constexpr bool swap = is_swap_ab(C);
+  const std::int64_t kernel_m = swap ? std::int64_t{d.k} : s.m, kernel_n = swap ? s.m : std::int64_t{d.k};
+  const std::int64_t tiles_m = ceil_div(kernel_m, std::int64_t{C.tile.m}), tiles_n = ceil_div(kernel_n, std::int64_t{C.tile.n});
   const std::int64_t tiles = tiles_m * tiles_n;
   if (tiles > 0x7fffffff) return error(StatusCode::invalid_argument, "too many output tiles for one launch");
   // Multicast (opt.multicast = 2, 4 or 8): clusters of that many CTAs on adjacent tiles that share an
@@ -375,17 +394,22 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
     return error(StatusCode::unsupported, "a cluster of " + std::to_string(mc) + " CTAs of this instance does not fit the device (multicast)");
 
   CUtensorMap tx, tw;
-  KTUNE_RETURN_IF_ERROR(make_im2col_map(tx, d, ops.x, mc > 1 && !ML::pair_m ? C.tile.m / mc : C.tile.m));
-  KTUNE_RETURN_IF_ERROR(make_filter_map(tw, d, ops.w, mc > 1 && ML::pair_m ? C.tile.n / mc : C.tile.n));
+  if constexpr (swap) {  // boxes of BN pixels and BM filters; 16-bit y (the transposed store)
+    KTUNE_RETURN_IF_ERROR(make_im2col_map(tx, d, ops.x, C.tile.n));
+    KTUNE_RETURN_IF_ERROR(make_filter_map(tw, d, ops.w, C.tile.m));
+  } else {
+    KTUNE_RETURN_IF_ERROR(make_im2col_map(tx, d, ops.x, mc > 1 && !ML::pair_m ? C.tile.m / mc : C.tile.m));
+    KTUNE_RETURN_IF_ERROR(make_filter_map(tw, d, ops.w, mc > 1 && ML::pair_m ? C.tile.n / mc : C.tile.n));
+  }
 
   GemmParams<typename Epi::Params> p{};
-  p.m = static_cast<int>(s.m);
-  p.n = static_cast<int>(d.k);
+  p.m = static_cast<int>(kernel_m);
+  p.n = static_cast<int>(kernel_n);
   p.k = static_cast<int>(s.kgemm);
-  p.a = ops.x;
-  p.lda = d.c;
-  p.b = ops.w;
-  p.ldb = s.kgemm;
+  p.a = swap ? ops.w : ops.x;
+  p.lda = swap ? s.kgemm : d.c;
+  p.b = swap ? ops.x : ops.w;
+  p.ldb = swap ? d.c : s.kgemm;
   p.d = ops.y;
   p.ldd = d.k;
   p.d_type = d.out_type;
@@ -399,8 +423,8 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
   // wide store for tiles of few k-tiles (not in clusters: their rings are busy), as the GEMM's D.
   const int cluster = cluster_k * mc;
   const ConvTmaGeometry geo = conv_tma_geometry(d);
-  const Sm90DStore ys =
-      sm90_d_store<C, Sm90Schedule{}, Epi>(d.out_type, ops.y, s.m, d.k, d.k, d.epilogue, split_k, cluster, geo.k_tiles, ops.bias);
+  const Sm90DStore ys = sm90_d_store<C, Sm90Schedule{false, false, swap}, Epi>(d.out_type, ops.y, s.m, d.k, d.k, d.epilogue, split_k,
+                                                                                cluster, geo.k_tiles, ops.bias);
 
   // Units of a cluster launch: mc adjacent tiles along the dimension the clusters pair (the kernel's walk of
   // units, as the GEMM's clusters); a tile each when mc = 1.
