@@ -21,4 +21,14 @@ for r in $(seq 1 "$ROUNDS"); do
     done
   done
 done
+# Is the small tile's ~0.27 µs per k-tile a local floor (one CTA's latency chain) or a shared limit (L2, with ~104
+# CTAs)? The bf16 128x64 s8 GEMM tile alone on 1 CTA (128x64x65536: 1024 k-tiles) and on 104 CTAs
+# (1664x512x16384: 13 x 8 tiles, 256 k-tiles each): µs per k-tile = time / k-tiles, both trees.
+for v in $VARIANTS; do
+  for g in 128x64x65536 1664x512x16384; do
+    timeout 40 build-ab-$v/ktune-profile --gemm $g --dtype bf16 --no-ref-check --repeats 5 --no-paired \
+      --filter 128x64x64_w64x64_s8 > $OUT/floor-$g-$v.txt 2>&1
+    echo "-- floor $g $v rc=$?"; grep -E "128x64x64_w64x64_s8|cuBLAS" $OUT/floor-$g-$v.txt | cut -c1-150 | head -3
+  done
+done
 echo "total $(( $(date +%s) - T0 )) s"
