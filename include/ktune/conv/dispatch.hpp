@@ -214,10 +214,6 @@ inline Status can_implement(const ConvKernelEntry& e, const Conv2dDesc& d, const
         return error(StatusCode::no_instance, "gemm1x1 runs the GEMM table's instance " + std::string(instance_name(c.gemm).view()) +
                                                   ", which this program did not register (src/instances/sm90_*.cu or "
                                                   "ktune/gemm/instances/all.cuh)");
-      if (is_swap_ab(c.gemm)) {  // what the swap-AB GEMM kernel runs, on the GEMM this route launches
-        const Status s = swap_ab_implements(implicit_gemm_of(d));
-        if (!s.ok()) return error(s.code(), "swap-AB gemm1x1 instance (y is its GEMM's D: 16-bit y only): " + s.message());
-      }
       [[fallthrough]];
     case ConvIterator::tma_im2col:
       if (d.c % c.gemm.align != 0)
@@ -226,10 +222,12 @@ inline Status can_implement(const ConvKernelEntry& e, const Conv2dDesc& d, const
                                                  " == 0, C = " + n(d.c));
       if (c.iterator == ConvIterator::tma_im2col) {
         KTUNE_RETURN_IF_ERROR(tma_im2col_limits(d));
-        if (is_swap_ab(c.gemm)) {  // the transposed store of the swap-AB kernel
-          const Status s = swap_ab_implements(implicit_gemm_of(d));
-          if (!s.ok()) return error(s.code(), "swap-AB tma_im2col instance (y is its GEMM's D: 16-bit y only): " + s.message());
-        }
+      }
+      if (is_swap_ab(c.gemm)) {  // what the swap-AB kernel runs (its transposed store), on the implicit GEMM
+        const Status s = swap_ab_implements(implicit_gemm_of(d));
+        if (!s.ok())
+          return error(s.code(), "swap-AB " + std::string(to_string(c.iterator)) + " instance (y is its GEMM's D: 16-bit y only): " +
+                                     s.message());
       }
       break;
     case ConvIterator::few_channels:

@@ -236,6 +236,14 @@ struct ConvIm2colProducer {
 };
 #endif
 
+// The im2col kernel's schedule flags: swap AB (the transposed problem, stored transposed) when its GEMM
+// configuration says so (ping-pong consumers come from the configuration inside warp_specialized_gemm).
+// Kernel and launcher (its store choice) both take it from here.
+template <GemmConfig C>
+constexpr Sm90Schedule conv_im2col_schedule() {
+  return Sm90Schedule{false, false, is_swap_ab(C)};
+}
+
 // CfgT::value is a ConvConfig with iterator tma_im2col. y_store_boxes > 0: y leaves through the
 // asynchronous TMA store (tma_y; gemm/kernel/sm90/epilogue.cuh), as the GEMM's D does; wide.ring > 0: the
 // wide store (tma_y is y's 3-D view). multicast_group: CTAs of a cluster launch that share boxes between tiles
@@ -252,7 +260,7 @@ __global__ void __launch_bounds__(CfgT::value.gemm.threads(), 1)
   // SplitK: p.split_k > 1 walks (tile, k-slice) units and leaves fp32 partials (gemm/kernel/sm90/split_k.cuh).
   // ClusterK: in a cluster launch (cluster_k) the cluster's CTAs split one tile's k-tiles (cluster_k.cuh).
   // Swap AB: the transposed problem, stored transposed (neither split-K form).
-  constexpr Sm90Schedule sch{false, false, is_swap_ab(C)};
+  constexpr Sm90Schedule sch = conv_im2col_schedule<C>();
   warp_specialized_gemm<C, Epi, ConvIm2colProducer<C>, sch, !sch.swap_ab, (conv_cluster_k_limit(CfgT::value) > 1)>(
       ConvIm2colProducer<C>{&tma_x, &tma_w, geo, multicast_group}, p, geo.k_tiles, y_store_boxes > 0 ? &tma_y : nullptr, true,
       y_store_boxes, wide);
@@ -423,8 +431,8 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
   // wide store for tiles of few k-tiles (not in clusters: their rings are busy), as the GEMM's D.
   const int cluster = cluster_k * mc;
   const ConvTmaGeometry geo = conv_tma_geometry(d);
-  const Sm90DStore ys = sm90_d_store<C, Sm90Schedule{false, false, swap}, Epi>(d.out_type, ops.y, s.m, d.k, d.k, d.epilogue, split_k,
-                                                                                cluster, geo.k_tiles, ops.bias);
+  const Sm90DStore ys = sm90_d_store<C, conv_im2col_schedule<C>(), Epi>(d.out_type, ops.y, s.m, d.k, d.k, d.epilogue, split_k, cluster,
+                                                                        geo.k_tiles, ops.bias);
 
   // Units of a cluster launch: mc adjacent tiles along the dimension the clusters pair (the kernel's walk of
   // units, as the GEMM's clusters); a tile each when mc = 1.
