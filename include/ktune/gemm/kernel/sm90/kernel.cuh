@@ -440,15 +440,20 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
       const int next = PingPong ? next_work(next_work(unit)) : next_work(unit);  // this consumer's next tile
       const int next_col0 = bias_ahead && !bias_deep && more_work(next) ? col0_of(next) : -1;
       int previous = 0;
+      bool landed = false;  // the probe a k-tile ahead found this slot full
       for (int kt = 0; kt < kr.count; ++kt) {
-        pipe.wait_full(st);
+        if (!landed) pipe.wait_full(st);
         if constexpr (PingPong)
           if (kt == kr.count - 1 && more_work(next_work(unit))) consumer_order_signal(1 - cw);
         ML::mma(acc, d0, st.stage, kt > 0);
+        const int current = st.stage;
+        st.advance();
+        // Probe the next slot before waiting on the wgmmas: the barrier's latency then runs under them, and
+        // the next k-tile's wgmmas issue right after the release when its bytes are there.
+        landed = kt + 1 < kr.count && pipe.probe_full(st);
         wgmma_wait<1>();  // the previous k-tile's wgmmas are done: its slot may be refilled
         if (kt > 0) release_slot(previous);
-        previous = st.stage;
-        st.advance();
+        previous = current;
       }
       if constexpr (bias_mma_capable) {
         if (bias_mma() && kr.count > 0) {  // acc += A'·B' (the bias row of the last k-tile's stage)

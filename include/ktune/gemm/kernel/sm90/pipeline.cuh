@@ -73,6 +73,13 @@ struct Pipeline {
 
   // Consumer: wait until the slot's bytes have landed.
   __device__ __forceinline__ void wait_full(const RingState<Stages>& st) const { wait_parity(full + st.stage, st.phase); }
+  // Consumer: have they landed already? A test that never waits (acquire, CTA scope, as wait_full's):
+  // issued a k-tile ahead, its latency runs under the wgmmas in flight, as in cuDNN's Hopper conv kernels
+  // (SASS: the next slot's phase check right after the previous slot's release, its predicate tested at the
+  // top of the next k-tile).
+  __device__ __forceinline__ bool probe_full(const RingState<Stages>& st) const {
+    return cuda::ptx::mbarrier_test_wait_parity(full + st.stage, st.phase);
+  }
 
   // Consumer (one lane per warp): this warp's wgmmas no longer read the slot.
   __device__ __forceinline__ void release(int stage, unsigned cluster) const {  // cluster: 1 or 2
