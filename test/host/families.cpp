@@ -53,8 +53,8 @@ constexpr Expected kExpected[] = {
     {"sm90_wgmma_f16", 32, 16},         // 2 × 4 × 2 tiles × 2 warpgroup tiles: 64x256 ∤ 256x128, 128x256 takes 64x256 (wgmma_full_width)
     {"sm90_wgmma_f16_small", 8, 8},     // 2 maths × 2 B layouts × 2 tiles (A row-major only)
     {"sm90_wgmma_f16_pingpong", 16, 8}, // 2 maths × 2 B layouts × 2 tiles × 2 warpgroup tiles: warp = tile only
-    {"sm90_wgmma_f16_n64", 1, 1},      // bf16 'tn' 128x64x64, two 64x64 warpgroups, 8 stages
-    {"sm90_wgmma_f16_n64_deep", 1, 1}, // bf16 'tn' 64x64x64, 12 stages
+    {"sm90_wgmma_f16_n64", 2, 2},      // f16/bf16 'tn' 128x64x64, two 64x64 warpgroups, 8 stages
+    {"sm90_wgmma_f16_n64_deep", 2, 2}, // f16/bf16 'tn' 64x64x64, 12 stages
     {"sm90_wgmma_f16_swap", 2, 2},     // f16/bf16 'tn' swap AB 64x112x64 (swapped orientation), 9 stages
     {"sm90_wgmma_f16_swap_2wg", 2, 2}, // f16/bf16 'tn' swap AB 128x96x64, two 64x96 warpgroups, 7 stages
     {"sm90_wgmma_tf32", 16, 2},         // 4 layouts × 2 tiles × 2 warpgroup tiles: 'tn' only, 64x256 ∤ 256x128, wgmma_full_width

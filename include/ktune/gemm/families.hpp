@@ -199,12 +199,13 @@ struct Sm90WgmmaF16PingPong {
 // What cuBLASLt runs on the small and medium bf16 shapes where it beat ktune (H200 s8-batchA, ncu:
 // notes/split-k.md "What cuBLASLt runs"): 64-column tiles of 64x64 warpgroup tiles and deep rings, in
 // clusters of 2 (the tuner's @cl2 tactic). 128x64 with two consumer warpgroups and 8 stages (1024^3:
-// nvjet 128x64, 8 stages, clusters of 2 along N; the pair shares A: sm90_pairs_along_m), bf16 'tn' only
-// (the shapes of issues 5/6; each instance costs build time).
+// nvjet 128x64, 8 stages, clusters of 2 along N; the pair shares A: sm90_pairs_along_m), 'tn' only (the
+// shapes of issues 5/6; each instance costs build time). f16 too since session 16: without it bench_gemm's f16
+// 1024³ and 128×4096×4096 ran 0.87× / 0.85× cuBLASLt where bf16, on these tiles, ran 0.91× / 1.02× (H200).
 struct Sm90WgmmaF16N64 {
   static constexpr std::string_view name = "sm90_wgmma_f16_n64";
   static constexpr const ArchTraits& arch = sm90;
-  static constexpr MathOp maths[] = {wgmma_bf16};
+  static constexpr MathOp maths[] = {wgmma_f16, wgmma_bf16};
   static constexpr Layout a_layouts[] = {row};
   static constexpr Layout b_layouts[] = {col};
   static constexpr TileShape tiles[] = {{128, 64, 64}};
@@ -219,7 +220,7 @@ struct Sm90WgmmaF16N64 {
 struct Sm90WgmmaF16N64Deep {
   static constexpr std::string_view name = "sm90_wgmma_f16_n64_deep";
   static constexpr const ArchTraits& arch = sm90;
-  static constexpr MathOp maths[] = {wgmma_bf16};
+  static constexpr MathOp maths[] = {wgmma_f16, wgmma_bf16};
   static constexpr Layout a_layouts[] = {row};
   static constexpr Layout b_layouts[] = {col};
   static constexpr TileShape tiles[] = {{64, 64, 64}};
