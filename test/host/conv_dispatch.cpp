@@ -176,8 +176,8 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
   CHECK(conv_family_size<families::Sm90ConvGemm1x1> == 4);
   CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 4);
   CHECK(conv_valid_count<families::Sm90ConvGemm1x1PingPong> == 1);  // f16 pp 64x256
-  CHECK(conv_family_size<families::Sm90ConvIm2col> == 8);
-  CHECK(conv_valid_count<families::Sm90ConvIm2col> == 8);
+  CHECK(conv_family_size<families::Sm90ConvIm2col> == 10);
+  CHECK(conv_valid_count<families::Sm90ConvIm2col> == 10);
   // ping-pong consumers: f16 x 128x64 s7, 128x128 s5
   CHECK(conv_valid_count<families::Sm90ConvIm2colPingPong> == conv_family_size<families::Sm90ConvIm2colPingPong>);
   CHECK(conv_valid_count<families::Sm90ConvIm2colPingPong> == 2);
@@ -210,7 +210,7 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
     CHECK(conv_cluster_k_limit(c) == 1);
     CHECK(conv_instance_name(c).view() == "ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_swap_64x112x64_w64x112_s9_a8");
   }
-  CHECK(expected == 12 + 12 + 4 + 6 + 2 + 2 + 1 + 1);
+  CHECK(expected == 12 + 12 + 4 + 6 + 2 + 2 + 1 + 1 + 2);
   CHECK(conv_table().size() == expected);
   std::set<std::string> names;
   for (const auto& e : conv_table().entries()) {

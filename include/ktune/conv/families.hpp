@@ -157,6 +157,7 @@ struct Sm90ConvIm2col {
   static constexpr ConvBlockShape blocks[] = {{{64, 64, 64}, {64, 64}, 6},
                                               {{128, 64, 64}, {64, 64}, 6},
                                               {{128, 128, 64}, {64, 128}, 6},
+                                              {{256, 64, 64}, {128, 64}, 5},
                                               {{256, 128, 64}, {128, 128}, 4}};
   static constexpr int stages[] = {6};
 };
