@@ -172,7 +172,7 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
   CHECK(conv_valid_count<families::Sm80ConvAnalytic> == conv_family_size<families::Sm80ConvAnalytic>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels> == conv_family_size<families::Sm80ConvFewChannels>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels3> == conv_family_size<families::Sm80ConvFewChannels3>);
-  // Hopper: block shapes with their own stage counts (2 for gemm1x1, 4 for tma_im2col) x f16/bf16
+  // Hopper: block shapes with their own stage counts (2 for gemm1x1, 5 for tma_im2col) x f16/bf16
   CHECK(conv_family_size<families::Sm90ConvGemm1x1> == 4);
   CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 4);
   CHECK(conv_valid_count<families::Sm90ConvGemm1x1PingPong> == 1);  // f16 pp 64x256
