@@ -28,7 +28,7 @@ for v in $VARIANTS; do
   for g in 128x64x65536 1664x512x16384; do
     timeout 40 build-ab-$v/ktune-profile --gemm $g --dtype bf16 --no-ref-check --repeats 5 --no-paired \
       --filter 128x64x64_w64x64_s8 > $OUT/floor-$g-$v.txt 2>&1
-    echo "-- floor $g $v rc=$?"; grep -E "128x64x64_w64x64_s8|cuBLAS" $OUT/floor-$g-$v.txt | cut -c1-150 | head -3
+    echo "-- floor $g $v rc=$?"; grep -E "^[ *]+ktune_gemm_sm90_wgmma_bf16_tn_128x64x64_w64x64_s8" $OUT/floor-$g-$v.txt | cut -c1-150 | head -2  # (s17: the old pattern matched the header lines only)
   done
 done
 echo "total $(( $(date +%s) - T0 )) s"
