@@ -3,24 +3,18 @@
 # the weak N = 32 layers and ktune-profile on small and large GEMMs, 3 alternating rounds, each in its own process.
 set -u
 VARIANTS=${VARIANTS:-"main s16-early-full-wait"} ROUNDS=${ROUNDS:-3}
-T0=$(date +%s)
-for v in $VARIANTS; do
-  rm -rf build-ab-src/$v && mkdir -p build-ab-src/$v && tar xf gpu-requests/ab/$v.tar -C build-ab-src/$v || { echo "no tarball for $v"; exit 1; }
-  (cmake -S build-ab-src/$v -B build-ab-$v -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DKTUNE_BUILD_TESTS=OFF \
-     -DKTUNE_BUILD_BENCH=OFF -DKTUNE_BUILD_EXAMPLES=OFF -DKTUNE_GIT_COMMIT=ab-$v > $OUT/cfg-$v.log 2>&1 &&
-   cmake --build build-ab-$v --target ktune-profile ktune-conv-bench -j 8 > $OUT/build-$v.log 2>&1; echo "$v build rc=$? $(( $(date +%s) - T0 )) s") &
-done
-wait
-for r in $(seq 1 "$ROUNDS"); do
-  for v in $VARIANTS; do
-    timeout 60 build-ab-$v/ktune-conv-bench --n 32 --layer 12,13,1,2 --all > $OUT/conv-r$r-$v.txt 2>&1
-    echo "== conv r$r $v rc=$? $(( $(date +%s) - T0 )) s"; grep -E "^L|^ +[0-9.]+ us +err" $OUT/conv-r$r-$v.txt | cut -c1-140 | head -12
-    for g in 1024x1024x1024 128x4096x4096 4096x4096x4096; do
-      timeout 40 build-ab-$v/ktune-profile --gemm $g --dtype bf16 --no-ref-check --repeats 5 --filter sm90 > $OUT/gemm-$g-r$r-$v.txt 2>&1
-      echo "-- gemm $g r$r $v rc=$?"; grep -E "^bf16 tn" $OUT/gemm-$g-r$r-$v.txt | cut -c1-170
-    done
+TARDIR=gpu-requests/ab TARGETS="ktune-profile ktune-conv-bench" JOBS=8
+source scripts/gpu-requests/ab-build.sh
+one_round() {  # round, variant
+  local r=$1 v=$2
+  timeout 60 build-ab-$v/ktune-conv-bench --n 32 --layer 12,13,1,2 --all > $OUT/conv-r$r-$v.txt 2>&1
+  echo "== conv r$r $v rc=$? $(( $(date +%s) - T0 )) s"; grep -E "^L|^ +[0-9.]+ us +err" $OUT/conv-r$r-$v.txt | cut -c1-140 | head -12
+  for g in 1024x1024x1024 128x4096x4096 4096x4096x4096; do
+    timeout 40 build-ab-$v/ktune-profile --gemm $g --dtype bf16 --no-ref-check --repeats 5 --filter sm90 > $OUT/gemm-$g-r$r-$v.txt 2>&1
+    echo "-- gemm $g r$r $v rc=$?"; grep -E "^bf16 tn" $OUT/gemm-$g-r$r-$v.txt | cut -c1-170
   done
-done
+}
+ab_each_round one_round
 # Is the small tile's ~0.27 µs per k-tile a local floor (one CTA's latency chain) or a shared limit (L2, with ~104
 # CTAs)? The bf16 128x64 s8 GEMM tile alone on 1 CTA (128x64x65536: 1024 k-tiles) and on 104 CTAs
 # (1664x512x16384: 13 x 8 tiles, 256 k-tiles each): µs per k-tile = time / k-tiles, both trees.

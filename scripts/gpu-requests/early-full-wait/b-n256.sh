@@ -5,23 +5,17 @@
 # consumers; conv-bench --all on those layers, 2 alternating rounds, one log per tree (few files under $OUT).
 set -u
 VARIANTS=${VARIANTS:-"old new nopp"} ROUNDS=${ROUNDS:-2}
-T0=$(date +%s)
-for v in $VARIANTS; do
-  rm -rf build-ab-src/$v && mkdir -p build-ab-src/$v && tar xf gpu-requests/ab2/$v.tar -C build-ab-src/$v || { echo "no tarball for $v"; exit 1; }
-  (cmake -S build-ab-src/$v -B build-ab-$v -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DKTUNE_BUILD_TESTS=OFF \
-     -DKTUNE_BUILD_BENCH=OFF -DKTUNE_BUILD_EXAMPLES=OFF -DKTUNE_GIT_COMMIT=ab-$v > /dev/null 2>&1 &&
-   cmake --build build-ab-$v --target ktune-conv-bench -j 6 > build-ab-$v.log 2>&1; echo "$v build rc=$? $(( $(date +%s) - T0 )) s") &
-done
-wait
-for r in $(seq 1 "$ROUNDS"); do
-  for v in $VARIANTS; do
-    for n in 256 32; do
-      layers=2,5,10,11; [ $n = 32 ] && layers=12,13
-      echo "#### round $r tree $v n $n" >> $OUT/conv-$v.txt
-      timeout 80 build-ab-$v/ktune-conv-bench --n $n --layer $layers --all >> $OUT/conv-$v.txt 2>&1
-      echo "== r$r $v n$n rc=$? $(( $(date +%s) - T0 )) s"
-    done
+TARDIR=gpu-requests/ab2 TARGETS="ktune-conv-bench" JOBS=6
+source scripts/gpu-requests/ab-build.sh
+one_round() {  # round, variant: both batch sizes into one log per tree
+  local r=$1 v=$2 n layers
+  for n in 256 32; do
+    layers=2,5,10,11; [ $n = 32 ] && layers=12,13
+    echo "#### round $r tree $v n $n" >> $OUT/conv-$v.txt
+    timeout 80 build-ab-$v/ktune-conv-bench --n $n --layer $layers --all >> $OUT/conv-$v.txt 2>&1
+    echo "== r$r $v n$n rc=$? $(( $(date +%s) - T0 )) s"
   done
-done
+}
+ab_each_round one_round
 for v in $VARIANTS; do echo "== $v"; grep -E "^####|^L|^ +[0-9.]+ us +err" $OUT/conv-$v.txt | grep -E "^####|^L|pp_|swap_64x112|im2col_128x64x64_w64x64_s6" | cut -c1-120; done
 echo "total $(( $(date +%s) - T0 )) s"
