@@ -119,7 +119,7 @@ bool write_json(const std::string& path, const RunReport& r) {
       << ", \"best_tflops\": " << (s.best_ms >= 0 ? num(s.best_tflops) : "null")
       << ", \"speedup_vs_cublas\": " << (s.best_ms > 0 && s.cublas_ms > 0 ? num(s.cublas_ms / s.best_ms) : "null")
       << ", \"paired_speedup_vs_cublas\": " << (s.paired_speedup > 0 ? num(s.paired_speedup) : "null")
-      << ", \"paired_rounds\": " << s.paired_rounds
+      << ", \"paired_instance\": " << json_str(s.paired_instance) << ", \"paired_rounds\": " << s.paired_rounds
       << ", \"heuristic_instance\": " << json_str(s.heuristic_instance)
       << ", \"heuristic_tflops\": " << (s.heuristic_tflops > 0 ? num(s.heuristic_tflops) : "null")
       << ", \"candidates\": " << s.candidates << ", \"passed\": " << s.passed << ", \"failed\": " << s.failed
