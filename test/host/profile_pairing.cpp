@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ktune-profile/profile.hpp"
@@ -15,9 +16,7 @@ using ktune::profile::ResultRow;
 namespace {
 ResultRow row(const std::string& name, double ms, const char* status = "PASS") {
   ResultRow r;
-  r.instance = name;
-  r.ms = ms;
-  r.status = status;
+  std::tie(r.instance, r.ms, r.status) = std::tuple(name, ms, std::string(status));
   return r;
 }
 }  // namespace
