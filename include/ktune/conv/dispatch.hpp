@@ -194,6 +194,16 @@ inline GemmDesc implicit_gemm_of(const Conv2dDesc& d) {
   return g;
 }
 
+// What a swap-AB Hopper conv instance runs (the transposed store: 16-bit y, the GEMM's swap_ab_implements),
+// on d's implicit GEMM; every other instance: ok. can_implement and the im2col launcher both ask it.
+inline Status conv_swap_ab_implements(const ConvConfig& c, const Conv2dDesc& d) {
+  if (!is_swap_ab(c.gemm)) return {};
+  const Status s = swap_ab_implements(implicit_gemm_of(d));
+  if (s.ok()) return s;
+  return error(s.code(), "swap-AB " + std::string(to_string(c.iterator)) + " instance (y is its GEMM's D: 16-bit y only): " +
+                             s.message());
+}
+
 // Can this instance run this (already validated) problem on this device? The reason says why not.
 inline Status can_implement(const ConvKernelEntry& e, const Conv2dDesc& d, const ConvAlignment& al,
                             const DeviceInfo* dev) {
@@ -223,12 +233,7 @@ inline Status can_implement(const ConvKernelEntry& e, const Conv2dDesc& d, const
       if (c.iterator == ConvIterator::tma_im2col) {
         KTUNE_RETURN_IF_ERROR(tma_im2col_limits(d));
       }
-      if (is_swap_ab(c.gemm)) {  // what the swap-AB kernel runs (its transposed store), on the implicit GEMM
-        const Status s = swap_ab_implements(implicit_gemm_of(d));
-        if (!s.ok())
-          return error(s.code(), "swap-AB " + std::string(to_string(c.iterator)) + " instance (y is its GEMM's D: 16-bit y only): " +
-                                     s.message());
-      }
+      KTUNE_RETURN_IF_ERROR(conv_swap_ab_implements(c, d));
       break;
     case ConvIterator::few_channels:
       if (d.c != c.channels)

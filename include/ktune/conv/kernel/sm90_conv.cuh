@@ -338,8 +338,7 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
   // (serial: warpgroup tiles up to 64x128). Checked before anything is launched or written.
   const GemmDesc gd = implicit_gemm_of(d);
   if constexpr (is_swap_ab(C)) {  // the transposed store takes 16-bit y; no split-K or clusters of any kind
-    if (const Status st = swap_ab_implements(gd); !st.ok())
-      return error(st.code(), "swap-AB tma_im2col instance (y is its GEMM's D): " + st.message());
+    KTUNE_RETURN_IF_ERROR(conv_swap_ab_implements(CfgT::value, d));
     if (opt.split_k > 1 || opt.cluster_k > 1 || opt.multicast > 1)
       return error(StatusCode::unsupported, "swap-AB tma_im2col instance: no split_k, cluster_k or multicast (got " +
                                                 std::to_string(opt.split_k) + ", " + std::to_string(opt.cluster_k) + ", " +
