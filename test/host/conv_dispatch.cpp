@@ -173,14 +173,14 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
   CHECK(conv_valid_count<families::Sm80ConvFewChannels> == conv_family_size<families::Sm80ConvFewChannels>);
   CHECK(conv_valid_count<families::Sm80ConvFewChannels3> == conv_family_size<families::Sm80ConvFewChannels3>);
   // Hopper: block shapes with their own stage counts (2 for gemm1x1, 5 for tma_im2col) x f16/bf16
-  CHECK(conv_family_size<families::Sm90ConvGemm1x1> == 4);
-  CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 4);
-  CHECK(conv_valid_count<families::Sm90ConvGemm1x1PingPong> == 1);  // f16 pp 64x256
+  CHECK(conv_family_size<families::Sm90ConvGemm1x1> == 6);  // 256x128, 128x256, 128x128
+  CHECK(conv_valid_count<families::Sm90ConvGemm1x1> == 6);
+  CHECK(conv_valid_count<families::Sm90ConvGemm1x1PingPong> == 2);  // f16 pp 64x256, 128x128
   CHECK(conv_family_size<families::Sm90ConvIm2col> == 10);
   CHECK(conv_valid_count<families::Sm90ConvIm2col> == 10);
-  // ping-pong consumers: f16 x 128x64 s7, 128x128 s5
+  // ping-pong consumers: f16 x 128x64 s7, 128x128 s5, 256x64 s5
   CHECK(conv_valid_count<families::Sm90ConvIm2colPingPong> == conv_family_size<families::Sm90ConvIm2colPingPong>);
-  CHECK(conv_valid_count<families::Sm90ConvIm2colPingPong> == 2);
+  CHECK(conv_valid_count<families::Sm90ConvIm2colPingPong> == 3);
   for (const ConvConfig& c : valid_conv_configs<families::Sm90ConvIm2colPingPong>()) {
     CHECK(c.gemm.schedule == WgSchedule::pingpong);
     CHECK(c.gemm.consumer_warpgroups() == 2);
@@ -210,7 +210,7 @@ TEST_CASE("conv default families: everything listed survives and is registered, 
     CHECK(conv_cluster_k_limit(c) == 1);
     CHECK(conv_instance_name(c).view() == "ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_swap_64x112x64_w64x112_s9_a8");
   }
-  CHECK(expected == 12 + 12 + 4 + 6 + 2 + 2 + 1 + 1 + 2);
+  CHECK(expected == 12 + 12 + 4 + 6 + 2 + 2 + 1 + 1 + 2 + 4);  // + gemm1x1 128x256 (f16, bf16), pp 128x128; im2col pp 256x64
   CHECK(conv_table().size() == expected);
   std::set<std::string> names;
   for (const auto& e : conv_table().entries()) {
@@ -516,6 +516,6 @@ TEST_CASE("conv gemm1x1: the GEMM-table tiles run the GEMM entry of the same con
       CHECK(same == nullptr);  // a tile the GEMM table has would be a second copy of its kernel
     }
   }
-  CHECK(routed == 7);  // 256x128 and 128x128 f16/bf16, pp 64x256 f16, swap 64x112 / 128x96 f16
+  CHECK(routed == 10);  // 256x128, 128x256 and 128x128 f16/bf16, pp 64x256 / 128x128 f16, swap 64x112 / 128x96 f16
   CHECK(own == 0);
 }

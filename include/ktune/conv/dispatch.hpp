@@ -336,12 +336,15 @@ inline int conv_tile_mismatch(const ConvConfig& c, const Conv2dDesc& d, const De
 // one-consumer tile are estimates. A model, not a measurement: no conv timing of these tiles exists yet.
 // Swap-AB tiles (Sm90ConvGemm1x1Swap): 0.7, from their GEMM timings (1568x512x2048 64x112 1.07x
 // cuBLASLt where the best default instance ran 0.89x; 6272x256x1024 128x96 0.99x vs 0.84x), so that they
-// lead where their tiles fit one wave and the default tiles do not.
+// lead where their tiles fit one wave and the default tiles do not. Ping-pong tiles run in pairs, one per consumer warpgroup (see
+// sm90_conv_cost): a CTA's odd last tile keeps one warpgroup busy (H200 s18, 14² 1024->256 at N = 32: the 1x1
+// route's pp 128x128, one tile per CTA, 9.7 µs against 9.1 on the cooperative 128x128 and 7.3 on swap 128x96).
+inline constexpr double sm90_one_consumer_rate = 0.85;  // one busy consumer warpgroup vs two
 inline double sm90_conv_efficiency(const GemmConfig& g) {
   if (is_swap_ab(g)) return 0.7;
   const double reuse = double(g.warp.m) * g.warp.n / double(g.warp.m + g.warp.n);  // 32, 42.7, 51.2, 64
   const double eff = reuse >= 64 ? 1.0 : reuse >= 51 ? 0.9 : reuse >= 42 ? 0.82 : 0.6;
-  return g.consumer_warpgroups() == 1 ? 0.85 * eff : eff;
+  return g.consumer_warpgroups() == 1 ? sm90_one_consumer_rate * eff : eff;
 }
 
 // CTAs of a Hopper conv instance resident on one multiprocessor (by shared memory and threads).
@@ -362,11 +365,15 @@ inline double sm90_conv_cost(const ConvKernelEntry& e, const Conv2dDesc& d, cons
   const TileShape pt = problem_tile(g);  // (swap AB: the tile in the problem's orientation)
   const double tiles = std::ceil(double(s.m) / pt.m) * std::ceil(double(d.k) / pt.n);
   const int per_sm = sm90_conv_ctas_per_sm(e, dev);
-  const double slots = double(std::max(1, dev.sm_count)) * per_sm;
-  const double rounds = std::ceil(tiles / slots);
+  const double per_cta = std::ceil(tiles / (double(std::max(1, dev.sm_count)) * per_sm));  // rounds
   const double k_tiles = sm90_conv_k_tiles(e, d);
-  const double tile_work = double(g.tile.m) * g.tile.n * k_tiles;
-  return rounds * (per_sm * tile_work / sm90_conv_efficiency(g) + 128.0 * 128.0);
+  const double tile_time = double(g.tile.m) * g.tile.n * k_tiles / sm90_conv_efficiency(g);
+  if (g.schedule != WgSchedule::pingpong) return per_cta * (per_sm * tile_time + 128.0 * 128.0);
+  // Ping-pong: the two consumer warpgroups each run a whole tile, so a CTA takes its tiles in pairs (at the
+  // multiprocessor's rate, the epilogues hidden: one fixed cost per pair); an odd last tile runs alone on
+  // one warpgroup (sm90_one_consumer_rate).
+  const double pairs = std::floor(per_cta / 2), lone = per_cta - 2 * pairs;
+  return per_sm * tile_time * (2 * pairs + lone / sm90_one_consumer_rate) + std::ceil(per_cta / 2) * 128.0 * 128.0;
 }
 
 // Relative cost (lower is better) of the implicit GEMM for this instance's tiles (GEMM model).

@@ -105,27 +105,33 @@ struct Sm80ConvStem {
 // (Until session 14 the 128x128 tile had 6 stages and its own kernel, compiled here for ~10 s of CPU per type
 // in the 10-minute test build; the tuner picked it on none of the 90 bench_conv problems of the H200 runs since
 // the ping-pong tiles (220a233, a279b84, 372d63c), on one of 30 at 4d6d459.)
+// 128x256 (Sm90WgmmaF16's other tile): one wave where 256x128 takes two on 28² 128->512 at N = 32 (12.0 vs
+// 12.3 µs, H200 s18); the GEMM table's 128x64 s8 and 64x64 s12 were timed here too and never came close.
 struct Sm90ConvGemm1x1 {
   static constexpr std::string_view name = "sm90_conv_gemm1x1";
   static constexpr const ArchTraits& arch = sm90;
   static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::gemm1x1, 8, 0}};
-  static constexpr ConvBlockShape blocks[] = {{{256, 128, 64}, {128, 128}, 4}, {{128, 128, 64}, {64, 128}, 5}};
+  static constexpr ConvBlockShape blocks[] = {{{256, 128, 64}, {128, 128}, 4},
+                                              {{128, 256, 64}, {64, 256}, 4},
+                                              {{128, 128, 64}, {64, 128}, 5}};
   static constexpr int stages[] = {4};
   static constexpr bool gemm_table_kernels = true;  // Sm90WgmmaF16 / Sm90WgmmaF16Small's entries
 };
 
 // The same route on the GEMM's ping-pong 64x256 tile (Sm90WgmmaF16PingPong), for the short-K, wide layers
 // (14² 256->1024: as a bf16 GEMM, 6272x1024x256 ran 9.5 µs on it, the cooperative tiles 11.3-12.1 µs; as a
-// conv at N = 32 0.93x -> 1.08x cuDNN fused; H200 s12). f16 only (see Sm90ConvGemm1x1Swap).
+// conv at N = 32 0.93x -> 1.08x cuDNN fused; H200 s12). pp 128x128 (its other tile): second to 64x256 on
+// 14² 256->1024 and 7² 512->2048 at N = 32 and 256, within 2-8% (H200 s18). f16 only (see Sm90ConvGemm1x1Swap).
 struct Sm90ConvGemm1x1PingPong {
   static constexpr std::string_view name = "sm90_conv_gemm1x1_pingpong";
   static constexpr const ArchTraits& arch = sm90;
   static constexpr MathOp maths[] = {MathOp::wgmma_f16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::gemm1x1, 8, 0}};
-  static constexpr ConvBlockShape blocks[] = {{{64, 256, 64}, {64, 256}, 5, WgSchedule::pingpong}};
+  static constexpr ConvBlockShape blocks[] = {{{64, 256, 64}, {64, 256}, 5, WgSchedule::pingpong},
+                                              {{128, 128, 64}, {128, 128}, 5, WgSchedule::pingpong}};
   static constexpr int stages[] = {5};
-  static constexpr bool gemm_table_kernels = true;  // Sm90WgmmaF16PingPong's entry
+  static constexpr bool gemm_table_kernels = true;  // Sm90WgmmaF16PingPong's entries
 };
 
 // 1×1, stride 1, no padding on the GEMM's swap-AB instances (gemm/families.hpp Sm90WgmmaF16Swap and
@@ -169,15 +175,20 @@ struct Sm90ConvIm2col {
 // The TMA im2col route with ping-pong consumers: two warpgroups take turns on whole tiles, each one's
 // epilogue under the other's mainloop (the GEMM's WgSchedule::pingpong). For layers with few k-tiles per
 // tile and few output channels (56² 64->64 3x3: 9 k-tiles, N = 64; N = 256: 0.72x cuDNN fused on the
-// cooperative 128x64 tile, whose epilogue stalls both consumers; 0.77x on pp 128x64, H200 s12). f16 only (see
-// Sm90ConvGemm1x1Swap).
+// cooperative 128x64 tile, whose epilogue stalls both consumers; 0.77x on pp 128x64, H200 s12). 256x64: each
+// warpgroup a whole 256x64 tile (four m64n64 blocks, 168 registers), the im2col box of 256 pixels sharing one
+// filter box (cuDNN's Hopper fprop has this schedule: tilesize256x64x64, warpgroupsize1x1x1). H200 s18, 56²
+// 64->64 3x3: 132.7 µs at N = 256 (cooperative 256x64 156.4, cuDNN fused ~126), 21.1 at N = 32 (22.7); 56²
+// 64->64 1x1 at N = 32 9.0 (9.5). f16 only (see Sm90ConvGemm1x1Swap). (A swap-AB 64x256 im2col tile, 212
+// registers, was timed beside it and never won: 164.8 µs on that 3x3 layer at N = 256.)
 struct Sm90ConvIm2colPingPong {
   static constexpr std::string_view name = "sm90_conv_tma_im2col_pingpong";
   static constexpr const ArchTraits& arch = sm90;
   static constexpr MathOp maths[] = {MathOp::wgmma_f16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::tma_im2col, 8, 0}};
   static constexpr ConvBlockShape blocks[] = {{{128, 64, 64}, {128, 64}, 7, WgSchedule::pingpong},
-                                              {{128, 128, 64}, {128, 128}, 5, WgSchedule::pingpong}};
+                                              {{128, 128, 64}, {128, 128}, 5, WgSchedule::pingpong},
+                                              {{256, 64, 64}, {256, 64}, 5, WgSchedule::pingpong}};
   static constexpr int stages[] = {7};
 };
 
