@@ -479,6 +479,43 @@ TEST_CASE("conv select: Hopper tiles by sm90_conv_cost (small maps get small til
         sm90_conv_efficiency(GemmConfig{90, MathOp::wgmma_f16, Layout::row, Layout::col, {128, 64, 64}, {64, 64}, 6, 8}));
 }
 
+TEST_CASE("sm90_conv_cost: ping-pong tiles run in pairs, an odd last tile alone on one warpgroup") {
+  const DeviceInfo dev = fake_h200();
+  auto find = [](std::string_view name) -> const ConvKernelEntry& {
+    const ConvKernelEntry* e = conv_table().find(name);
+    REQUIRE_MESSAGE(e != nullptr, name);
+    return *e;
+  };
+  const ConvKernelEntry& pp1x1 = find("conv_gemm1x1+ktune_gemm_sm90_wgmma_f16_tn_pp_128x128x64_w128x128_s5_a8");
+  const ConvKernelEntry& swap1x1 = find("conv_gemm1x1+ktune_gemm_sm90_wgmma_f16_tn_swap_128x96x64_w64x96_s7_a8");
+  const ConvKernelEntry& pp256 = find("ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_pp_256x64x64_w256x64_s5_a8");
+  const ConvKernelEntry& coop256 = find("ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_256x64x64_w128x64_s5_a8");
+  // 14² 1024->256 at N = 32: 98 pp 128x128 tiles, one per CTA, each on one warpgroup (H200 s18: 9.7 µs against
+  // 7.3 on the swap 128x96, which has 132 tiles for 132 CTAs).
+  const Conv2dDesc l10 = layer(32, 14, 1024, 256, 1, 1);
+  CHECK(sm90_conv_cost(swap1x1, l10, dev) < sm90_conv_cost(pp1x1, l10, dev));
+  // 56² 64->64 3x3: 392 (N = 32) and 3136 (N = 256) tiles of 256x64; the ping-pong tile ahead of the cooperative
+  // one at both (H200 s18: 21.1 vs 22.7 µs, 132.7 vs 156.4 µs).
+  for (std::int64_t n : {32, 256}) {
+    const Conv2dDesc d = layer(n, 56, 64, 64, 3, 1);
+    CAPTURE(n);
+    CHECK(sm90_conv_cost(pp256, d, dev) < sm90_conv_cost(coop256, d, dev));
+  }
+  // The model itself: 1x1, C = 64 (one k-tile), K = 128 (one tile column), 132 or 264 rows of 128 pixels: one
+  // tile per CTA is a lone warpgroup's (1 / sm90_one_consumer_rate of the tile's work), two are a pair (twice the
+  // work); one fixed cost (a 128x128 k-tile) either way.
+  auto rows = [](std::int64_t h) {
+    Conv2dDesc d = layer(1, 1, 64, 128, 1, 1);
+    d.h = h;
+    d.w = 128;
+    return d;
+  };
+  const double tile = 128.0 * 128.0 * 1 / sm90_conv_efficiency(pp1x1.config.gemm), fixed = 128.0 * 128.0;
+  CHECK(sm90_conv_cost(pp1x1, rows(132), dev) == doctest::Approx(tile / sm90_one_consumer_rate + fixed));
+  CHECK(sm90_conv_cost(pp1x1, rows(264), dev) == doctest::Approx(2 * tile + fixed));
+  CHECK(sm90_conv_cost(pp1x1, rows(396), dev) == doctest::Approx(2 * tile + tile / sm90_one_consumer_rate + 2 * fixed));
+}
+
 TEST_CASE("conv select: without the Hopper routes (a build with no sm_90a code on an H200) the mma.sync choice") {
   const DeviceInfo dev = fake_h200();
   for (const Conv2dDesc& d : {layer(32, 56, 256, 64, 1, 1), layer(32, 28, 128, 128, 3, 1), layer(32, 224, 4, 64, 7, 2)}) {
