@@ -5,6 +5,7 @@
 //
 //   ktune-sm90-probes [--dtype bf16|f16|tf32] [--gemm MxNxK] [--filter TEXT]... [--cluster 1,2]
 //                     [--raster 8,16] [--repeats N] [--ms MS] [--no-f64] [--paired] [--small] [--bias-relu]
+//   ktune-sm90-probes --fill gemm|conv ...   (fill.cu: the TMA's fill rate of one stage ring, no wgmma)
 //
 // Every instance whose name contains one of the filters (default: every sm90 instance of the precision)
 // runs once per launch variant (cluster size × raster group) on NaN-poisoned D and is compared with
@@ -27,6 +28,7 @@
 
 namespace ktune::probes {
 int resident_clusters_of_2(int threads, int smem_bytes);  // occupancy.cu
+int fill_main(int argc, char** argv);                     // fill.cu: --fill gemm|conv
 }
 
 namespace {
@@ -258,6 +260,7 @@ Status run(const Args& a, int& failures) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--fill") return ktune::probes::fill_main(argc - 1, argv + 1);
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];

@@ -1,0 +1,307 @@
+// tools/sm90-probes/fill.cu — ktune-sm90-probes --fill: how fast the TMA fills one multiprocessor's stage ring,
+// with no wgmma. A question the kernels cannot answer on their own: is a small tile's k-tile time (bf16 128x64
+// s8: 0.19 µs on one CTA, 0.27 on 104) and the ping-pong 256x64 conv tile's (56² 3×3 64→64, N = 256: tensor
+// pipe busy 47% of the cycles, notes/conv2d.md "Session 18") set by the loads, by L2, or by the consumers?
+//
+//   ktune-sm90-probes --fill gemm|conv [--ctas 1,8,66,104,132] [--rows A+B] [--stages S] [--hold 0,512]
+//                     [--ktiles K] [--n N] [--repeats R]
+//
+// One producer thread per CTA walks the k-tiles as the library's kernels do (the ring of kernel/sm90/
+// pipeline.cuh: wait for a free slot, expect its bytes, issue the boxes) and one consumer thread waits for each
+// slot's bytes, holds it `hold` cycles (a stand-in for the tensor pipe's time on a k-tile: 512 cycles for
+// 256x64x64 or 128x128x64 at wgmma's full rate, 256 for 128x64x64), and releases it.
+//   gemm: two 2-D tiled boxes per k-tile, {64 k, A rows} and {64 k, B rows} (the sm90 GEMM's 'tn' loads), from
+//         matrices small enough to stay in L2 (k wraps at 4096); CTA i reads A tile i % 13 and B tile i / 13 % 8
+//         (the 1664x512 grid's tiles). --ktiles per CTA.
+//   conv: the TMA im2col producer of the conv kernel (ConvIm2colProducer) on 56² 3×3 64→64 at batch --n with
+//         256-pixel boxes and 64-filter boxes (the ping-pong 256x64 tile), a persistent walk over every tile.
+// Per row: µs (median of the repeats, CUDA events), the median CTA's cycles per k-tile (clock64) and the bytes
+// it took in per cycle, and the aggregate rate. Timings only: nothing is checked (the boxes are not read).
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "../common/gpu_harness.cuh"
+#include "ktune/conv/kernel/sm90_conv.cuh"
+#include "ktune/gemm/kernel/sm90/pipeline.cuh"
+
+namespace ktune::probes {
+namespace {
+
+using namespace ktune::kernel::sm90;
+using namespace ktune::tools;
+
+constexpr int fill_max_stages = 16;
+// The conv tile of the probe: ping-pong 256x64 (its producer's boxes: 256 pixels × 64 channels, 64 filters).
+constexpr GemmConfig fill_conv_tile{90, MathOp::wgmma_f16, Layout::row, Layout::col, {256, 64, 64}, {256, 64}, 5, 8, WgSchedule::pingpong};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// The ring's barriers and its 1024-byte aligned slots (the 128-byte swizzle's alignment).
+struct FillRing {
+  Pipeline<fill_max_stages> pipe;
+  char* slots;
+};
+__device__ __forceinline__ FillRing fill_ring(char* smem, std::uint64_t* bars) {
+  const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(smem);
+  return FillRing{Pipeline<fill_max_stages>{bars, bars + fill_max_stages}, reinterpret_cast<char*>((base + 1023) & ~std::uintptr_t{1023})};
+}
+// The consumer: wait for the slot's bytes, hold it, release it.
+__device__ __forceinline__ void fill_consume(const Pipeline<fill_max_stages>& pipe, RingState<fill_max_stages>& st, int hold) {
+  pipe.wait_full(st);
+  if (hold > 0) {
+    const long long t = clock64();
+    while (clock64() - t < hold) {
+    }
+  }
+  pipe.release(st.stage, 1u);
+  st.advance();
+}
+#endif
+
+__global__ void __launch_bounds__(64, 1)
+    fill_gemm_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, int rows_a, int rows_b,
+                     int k_tiles, int k_wrap, int stages, int hold, long long* cycles) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ char smem[];
+  __shared__ std::uint64_t bars[2 * fill_max_stages];
+  const FillRing r = fill_ring(smem, bars);
+  if (threadIdx.x == 0) r.pipe.init(1);
+  __syncthreads();
+  const long long t0 = clock64();
+  RingState<fill_max_stages> st;
+  st.stages = stages;
+  const std::uint32_t stage_bytes = static_cast<std::uint32_t>((rows_a + rows_b) * 128);
+  if (threadIdx.x == 0) {
+    prefetch_tensor_map(&ta);
+    prefetch_tensor_map(&tb);
+    const int a_row = int(blockIdx.x % 13) * rows_a, b_row = int(blockIdx.x / 13 % 8) * rows_b;
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      std::uint64_t* bar = r.pipe.acquire(st, stage_bytes);
+      char* slot = r.slots + st.stage * stage_bytes;
+      const int k0 = (kt % k_wrap) * 64;
+      tma_load_2d(slot, &ta, k0, a_row, bar);
+      tma_load_2d(slot + rows_a * 128, &tb, k0, b_row, bar);
+      st.advance();
+    }
+  } else if (threadIdx.x == 32) {
+    for (int kt = 0; kt < k_tiles; ++kt) fill_consume(r.pipe, st, hold);
+    cycles[blockIdx.x] = clock64() - t0;
+  }
+#endif
+}
+
+__global__ void __launch_bounds__(64, 1)
+    fill_conv_kernel(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw, ConvTmaGeometry geo,
+                     int tiles, int stages, int hold, long long* cycles, int* k_tiles_done) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using ML = WgmmaMainloop<fill_conv_tile>;
+  extern __shared__ char smem[];
+  __shared__ std::uint64_t bars[2 * fill_max_stages];
+  const FillRing r = fill_ring(smem, bars);
+  if (threadIdx.x == 0) r.pipe.init(1);
+  __syncthreads();
+  const long long t0 = clock64();
+  RingState<fill_max_stages> st;
+  st.stages = stages;
+  if (threadIdx.x == 0) {
+    const ConvIm2colProducer<fill_conv_tile> producer{&tx, &tw, geo, 1u};
+    producer.prefetch();
+    for (int t = int(blockIdx.x); t < tiles; t += int(gridDim.x))
+      for (int kt = 0; kt < geo.k_tiles; ++kt) {
+        std::uint64_t* bar = r.pipe.acquire(st, ML::stage_bytes);
+        producer.load(r.slots + st.stage * ML::stage_bytes, bar, kernel::TileCoord{t, 0}, kt, 1u, 0u);
+        st.advance();
+      }
+  } else if (threadIdx.x == 32) {
+    int done = 0;
+    for (int t = int(blockIdx.x); t < tiles; t += int(gridDim.x))
+      for (int kt = 0; kt < geo.k_tiles; ++kt, ++done) fill_consume(r.pipe, st, hold);
+    cycles[blockIdx.x] = clock64() - t0;
+    k_tiles_done[blockIdx.x] = done;
+  }
+#endif
+}
+
+struct FillArgs {
+  bool conv = false;
+  std::vector<int> ctas{1, 8, 66, 104, 132};
+  int rows_a = 128, rows_b = 64;
+  int stages = 0;  // 0: as many as fit (gemm), 5 (conv: the ping-pong 256x64 tile's)
+  std::vector<int> holds{0};
+  int k_tiles = 1024;
+  int n = 256;
+  int repeats = 5;
+};
+
+std::vector<int> parse_ints(const char* s) {
+  std::vector<int> v;
+  for (std::string t(s); !t.empty();) {
+    const std::size_t c = t.find(',');
+    v.push_back(std::atoi(t.substr(0, c).c_str()));
+    t = c == std::string::npos ? "" : t.substr(c + 1);
+  }
+  return v;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// Launch `launch` (grid `ctas`) once to warm up, then `repeats` times between events: the median µs.
+template <class F>
+Status time_launches(F launch, int repeats, double& us) {
+  KTUNE_RETURN_IF_ERROR(launch());
+  KTUNE_TOOLS_CUDA(cudaDeviceSynchronize());
+  CudaEvent e0, e1;
+  KTUNE_RETURN_IF_ERROR(e0.create());
+  KTUNE_RETURN_IF_ERROR(e1.create());
+  std::vector<double> t;
+  for (int i = 0; i < repeats; ++i) {
+    KTUNE_TOOLS_CUDA(cudaEventRecord(e0.get()));
+    KTUNE_RETURN_IF_ERROR(launch());
+    KTUNE_TOOLS_CUDA(cudaEventRecord(e1.get()));
+    KTUNE_TOOLS_CUDA(cudaEventSynchronize(e1.get()));
+    float ms = 0.0f;
+    KTUNE_TOOLS_CUDA(cudaEventElapsedTime(&ms, e0.get(), e1.get()));
+    t.push_back(1000.0 * ms);
+  }
+  us = median(t);
+  return {};
+}
+
+void print_row(const char* mode, int ctas, int stage_bytes, int stages, int hold, double us, const std::vector<long long>& cycles,
+               const std::vector<int>& k_tiles) {
+  std::vector<double> per_kt, bpc;
+  double total_bytes = 0.0;
+  for (std::size_t i = 0; i < cycles.size(); ++i) {
+    if (k_tiles[i] <= 0 || cycles[i] <= 0) continue;
+    per_kt.push_back(double(cycles[i]) / k_tiles[i]);
+    bpc.push_back(double(stage_bytes) * k_tiles[i] / double(cycles[i]));
+    total_bytes += double(stage_bytes) * k_tiles[i];
+  }
+  std::printf("%-5s %5d %8.1f %6d %6d %10.2f %12.1f %10.1f %10.2f\n", mode, ctas, stage_bytes / 1024.0, stages, hold, us,
+              median(per_kt), median(bpc), total_bytes / (us * 1e-6) / 1e12);
+}
+
+Status run_fill(const FillArgs& a) {
+  DeviceInfo dev;
+  KTUNE_RETURN_IF_ERROR(current_device(dev));
+  if (dev.cc != 90) return error(StatusCode::no_instance, "--fill runs sm_90a kernels: needs compute capability 9.0");
+  DeviceBuffer cycles_buf, done_buf;
+  KTUNE_RETURN_IF_ERROR(cycles_buf.allocate(sizeof(long long) * 1024));
+  KTUNE_RETURN_IF_ERROR(done_buf.allocate(sizeof(int) * 1024));
+  std::printf("mode   ctas stage_KB stages   hold  median_us kt_cycles(med) B/clk/SM agg_TB/s\n");
+  for (int ctas : a.ctas) {
+    if (ctas < 1 || ctas > 1024) return error(StatusCode::invalid_argument, "--ctas: 1..1024");
+    for (int hold : a.holds) {
+      std::vector<long long> cycles(ctas);
+      std::vector<int> k_tiles(ctas, a.k_tiles);
+      double us = 0.0;
+      if (!a.conv) {
+        const int stage_bytes = (a.rows_a + a.rows_b) * 128;
+        const int stages = a.stages > 0 ? a.stages : std::min(fill_max_stages, (dev.smem_optin_bytes - 1024 - 1024) / stage_bytes);
+        if (a.rows_a < 8 || a.rows_a > 256 || a.rows_b < 8 || a.rows_b > 256 || stages < 1 ||
+            stages * stage_bytes + 1024 > dev.smem_optin_bytes - 1024)
+          return error(StatusCode::invalid_argument, "--rows A+B (each 8..256) and --stages must fit shared memory");
+        const int k_wrap = 64;  // k wraps at 4096 elements: 13·A + 8·B rows × 8 KB stay in L2
+        DeviceBuffer A, B;
+        KTUNE_RETURN_IF_ERROR(A.allocate(std::size_t(13) * a.rows_a * k_wrap * 64 * 2));
+        KTUNE_RETURN_IF_ERROR(B.allocate(std::size_t(8) * a.rows_b * k_wrap * 64 * 2));
+        KTUNE_TOOLS_CUDA(cudaMemset(A.get(), 0x3c, A.bytes()));
+        KTUNE_TOOLS_CUDA(cudaMemset(B.get(), 0x3c, B.bytes()));
+        CUtensorMap ta, tb;
+        KTUNE_RETURN_IF_ERROR(make_tensor_map(ta, DType::bf16, A.get(), k_wrap * 64, 13 * a.rows_a, k_wrap * 64, 64, a.rows_a));
+        KTUNE_RETURN_IF_ERROR(make_tensor_map(tb, DType::bf16, B.get(), k_wrap * 64, 8 * a.rows_b, k_wrap * 64, 64, a.rows_b));
+        const int smem = stages * stage_bytes + 1024;
+        KTUNE_TOOLS_CUDA(cudaFuncSetAttribute(fill_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        auto launch = [&]() -> Status {
+          fill_gemm_kernel<<<ctas, 64, smem>>>(ta, tb, a.rows_a, a.rows_b, a.k_tiles, k_wrap, stages, hold,
+                                               static_cast<long long*>(cycles_buf.get()));
+          return cuda_status(cudaGetLastError(), "fill_gemm_kernel launch");
+        };
+        KTUNE_RETURN_IF_ERROR(time_launches(launch, a.repeats, us));
+        KTUNE_TOOLS_CUDA(cudaMemcpy(cycles.data(), cycles_buf.get(), sizeof(long long) * ctas, cudaMemcpyDeviceToHost));
+        print_row("gemm", ctas, stage_bytes, stages, hold, us, cycles, k_tiles);
+      } else {
+        using ML = WgmmaMainloop<fill_conv_tile>;
+        const int stages = a.stages > 0 ? a.stages : fill_conv_tile.stages;
+        if (stages > fill_max_stages || stages * ML::stage_bytes + 1024 > dev.smem_optin_bytes - 1024)
+          return error(StatusCode::invalid_argument, "--stages: the 40 KB stages must fit shared memory");
+        Conv2dDesc d;  // 56² 3×3 64→64, padding 1
+        d.n = a.n;
+        d.h = d.w = 56;
+        d.c = d.k = 64;
+        d.r = d.s = 3;
+        d.pad_h = d.pad_w = 1;
+        d.type = d.out_type = DType::f16;
+        DeviceBuffer x, w;
+        KTUNE_RETURN_IF_ERROR(x.allocate(std::size_t(d.n) * 56 * 56 * 64 * 2));
+        KTUNE_RETURN_IF_ERROR(w.allocate(std::size_t(64) * 9 * 64 * 2));
+        KTUNE_TOOLS_CUDA(cudaMemset(x.get(), 0x3c, x.bytes()));
+        KTUNE_TOOLS_CUDA(cudaMemset(w.get(), 0x3c, w.bytes()));
+        CUtensorMap tx, tw;
+        KTUNE_RETURN_IF_ERROR(make_im2col_map(tx, d, x.get(), fill_conv_tile.tile.m));
+        KTUNE_RETURN_IF_ERROR(make_filter_map(tw, d, w.get(), fill_conv_tile.tile.n));
+        const ConvTmaGeometry geo = conv_tma_geometry(d);
+        const int tiles = static_cast<int>(ceil_div(conv_shape(d).m, std::int64_t{fill_conv_tile.tile.m}));
+        const int smem = stages * ML::stage_bytes + 1024;
+        KTUNE_TOOLS_CUDA(cudaFuncSetAttribute(fill_conv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        auto launch = [&]() -> Status {
+          fill_conv_kernel<<<ctas, 64, smem>>>(tx, tw, geo, tiles, stages, hold, static_cast<long long*>(cycles_buf.get()),
+                                               static_cast<int*>(done_buf.get()));
+          return cuda_status(cudaGetLastError(), "fill_conv_kernel launch");
+        };
+        KTUNE_RETURN_IF_ERROR(time_launches(launch, a.repeats, us));
+        KTUNE_TOOLS_CUDA(cudaMemcpy(cycles.data(), cycles_buf.get(), sizeof(long long) * ctas, cudaMemcpyDeviceToHost));
+        KTUNE_TOOLS_CUDA(cudaMemcpy(k_tiles.data(), done_buf.get(), sizeof(int) * ctas, cudaMemcpyDeviceToHost));
+        print_row("conv", ctas, ML::stage_bytes, stages, hold, us, cycles, k_tiles);
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+// argv[0] is "--fill".
+int fill_main(int argc, char** argv) {
+  FillArgs a;
+  auto usage = [] {
+    std::fprintf(stderr, "usage: ktune-sm90-probes --fill gemm|conv [--ctas 1,8,66,104,132] [--rows A+B] [--stages S] "
+                         "[--hold 0,512] [--ktiles K] [--n N] [--repeats R]\n");
+    return 2;
+  };
+  if (argc < 2) return usage();
+  const std::string mode = argv[1];
+  if (mode != "gemm" && mode != "conv") return usage();
+  a.conv = mode == "conv";
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const char* v = i + 1 < argc ? argv[++i] : nullptr;
+    if (v == nullptr) return usage();
+    if (arg == "--ctas") a.ctas = parse_ints(v);
+    else if (arg == "--hold") a.holds = parse_ints(v);
+    else if (arg == "--rows") {
+      if (std::sscanf(v, "%d+%d", &a.rows_a, &a.rows_b) != 2) return usage();
+    } else if (arg == "--stages") a.stages = std::atoi(v);
+    else if (arg == "--ktiles") a.k_tiles = std::max(1, std::atoi(v));
+    else if (arg == "--n") a.n = std::max(1, std::atoi(v));
+    else if (arg == "--repeats") a.repeats = std::max(1, std::atoi(v));
+    else return usage();
+  }
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    std::printf("ktune-sm90-probes: no CUDA device\n");
+    return 77;
+  }
+  const Status st = run_fill(a);
+  if (!st.ok()) {
+    std::printf("ktune-sm90-probes --fill: %s\n", st.to_string().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace ktune::probes
