@@ -37,14 +37,24 @@ constexpr int fill_max_stages = 16;
 constexpr GemmConfig fill_conv_tile{90, MathOp::wgmma_f16, Layout::row, Layout::col, {256, 64, 64}, {256, 64}, 5, 8, WgSchedule::pingpong};
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// The ring's barriers and its 1024-byte aligned slots (the 128-byte swizzle's alignment).
+// The ring (barriers, 1024-byte aligned slots for the 128-byte swizzle, both threads' walk state) and the
+// clock at its start; every thread of the CTA calls this once.
 struct FillRing {
   Pipeline<fill_max_stages> pipe;
   char* slots;
+  RingState<fill_max_stages> st;
+  long long t0;
 };
-__device__ __forceinline__ FillRing fill_ring(char* smem, std::uint64_t* bars) {
+__device__ __forceinline__ FillRing fill_ring_start(int stages) {
+  extern __shared__ char smem[];
+  __shared__ std::uint64_t bars[2 * fill_max_stages];
   const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(smem);
-  return FillRing{Pipeline<fill_max_stages>{bars, bars + fill_max_stages}, reinterpret_cast<char*>((base + 1023) & ~std::uintptr_t{1023})};
+  FillRing r{Pipeline<fill_max_stages>{bars, bars + fill_max_stages}, reinterpret_cast<char*>((base + 1023) & ~std::uintptr_t{1023}), {}, 0};
+  if (threadIdx.x == 0) r.pipe.init(1);
+  __syncthreads();
+  r.st.stages = stages;
+  r.t0 = clock64();
+  return r;
 }
 // The consumer: wait for the slot's bytes, hold it, release it.
 __device__ __forceinline__ void fill_consume(const Pipeline<fill_max_stages>& pipe, RingState<fill_max_stages>& st, int hold) {
@@ -63,30 +73,23 @@ __global__ void __launch_bounds__(64, 1)
     fill_gemm_kernel(const __grid_constant__ CUtensorMap ta, const __grid_constant__ CUtensorMap tb, int rows_a, int rows_b,
                      int k_tiles, int k_wrap, int stages, int hold, long long* cycles) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  extern __shared__ char smem[];
-  __shared__ std::uint64_t bars[2 * fill_max_stages];
-  const FillRing r = fill_ring(smem, bars);
-  if (threadIdx.x == 0) r.pipe.init(1);
-  __syncthreads();
-  const long long t0 = clock64();
-  RingState<fill_max_stages> st;
-  st.stages = stages;
+  FillRing r = fill_ring_start(stages);
   const std::uint32_t stage_bytes = static_cast<std::uint32_t>((rows_a + rows_b) * 128);
   if (threadIdx.x == 0) {
     prefetch_tensor_map(&ta);
     prefetch_tensor_map(&tb);
     const int a_row = int(blockIdx.x % 13) * rows_a, b_row = int(blockIdx.x / 13 % 8) * rows_b;
     for (int kt = 0; kt < k_tiles; ++kt) {
-      std::uint64_t* bar = r.pipe.acquire(st, stage_bytes);
-      char* slot = r.slots + st.stage * stage_bytes;
+      std::uint64_t* bar = r.pipe.acquire(r.st, stage_bytes);
+      char* slot = r.slots + r.st.stage * stage_bytes;
       const int k0 = (kt % k_wrap) * 64;
       tma_load_2d(slot, &ta, k0, a_row, bar);
       tma_load_2d(slot + rows_a * 128, &tb, k0, b_row, bar);
-      st.advance();
+      r.st.advance();
     }
   } else if (threadIdx.x == 32) {
-    for (int kt = 0; kt < k_tiles; ++kt) fill_consume(r.pipe, st, hold);
-    cycles[blockIdx.x] = clock64() - t0;
+    for (int kt = 0; kt < k_tiles; ++kt) fill_consume(r.pipe, r.st, hold);
+    cycles[blockIdx.x] = clock64() - r.t0;
   }
 #endif
 }
@@ -96,28 +99,21 @@ __global__ void __launch_bounds__(64, 1)
                      int tiles, int stages, int hold, long long* cycles, int* k_tiles_done) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using ML = WgmmaMainloop<fill_conv_tile>;
-  extern __shared__ char smem[];
-  __shared__ std::uint64_t bars[2 * fill_max_stages];
-  const FillRing r = fill_ring(smem, bars);
-  if (threadIdx.x == 0) r.pipe.init(1);
-  __syncthreads();
-  const long long t0 = clock64();
-  RingState<fill_max_stages> st;
-  st.stages = stages;
+  FillRing r = fill_ring_start(stages);
   if (threadIdx.x == 0) {
     const ConvIm2colProducer<fill_conv_tile> producer{&tx, &tw, geo, 1u};
     producer.prefetch();
     for (int t = int(blockIdx.x); t < tiles; t += int(gridDim.x))
       for (int kt = 0; kt < geo.k_tiles; ++kt) {
-        std::uint64_t* bar = r.pipe.acquire(st, ML::stage_bytes);
-        producer.load(r.slots + st.stage * ML::stage_bytes, bar, kernel::TileCoord{t, 0}, kt, 1u, 0u);
-        st.advance();
+        std::uint64_t* bar = r.pipe.acquire(r.st, ML::stage_bytes);
+        producer.load(r.slots + r.st.stage * ML::stage_bytes, bar, kernel::TileCoord{t, 0}, kt, 1u, 0u);
+        r.st.advance();
       }
   } else if (threadIdx.x == 32) {
     int done = 0;
     for (int t = int(blockIdx.x); t < tiles; t += int(gridDim.x))
-      for (int kt = 0; kt < geo.k_tiles; ++kt, ++done) fill_consume(r.pipe, st, hold);
-    cycles[blockIdx.x] = clock64() - t0;
+      for (int kt = 0; kt < geo.k_tiles; ++kt, ++done) fill_consume(r.pipe, r.st, hold);
+    cycles[blockIdx.x] = clock64() - r.t0;
     k_tiles_done[blockIdx.x] = done;
   }
 #endif
