@@ -188,7 +188,8 @@ TEST_CASE("swap AB: the conv routes' swap instances take 16-bit y, no split-K or
     CAPTURE(e.name);
     if (e.config.iterator == ConvIterator::tma_im2col) {  // 3x3 as well (Sm90ConvIm2colSwap)
       ++seen_im2col;
-      CHECK(e.name.find("ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_swap_") == 0);
+      CHECK(e.name.find("ktune_conv2d_fprop_sm90_wgmma_") == 0);
+      CHECK(e.name.find("_tma_im2col_swap_64x112x64_") != std::string_view::npos);
     } else {
       ++seen;
       CHECK(e.config.iterator == ConvIterator::gemm1x1);
@@ -217,8 +218,8 @@ TEST_CASE("swap AB: the conv routes' swap instances take 16-bit y, no split-K or
     CHECK(s.code() == StatusCode::unsupported);
     CHECK(s.message().find("16-bit y") != std::string::npos);
   }
-  CHECK(seen == 2);         // f16 only (families.hpp: Sm90ConvGemm1x1Swap)
-  CHECK(seen_im2col == 1);  // f16 64x112 (Sm90ConvIm2colSwap)
+  CHECK(seen == 4);         // 64x112 and 128x96, f16 and bf16 (families.hpp: Sm90ConvGemm1x1Swap)
+  CHECK(seen_im2col == 2);  // 64x112, f16 and bf16 (Sm90ConvIm2colSwap)
 }
 
 TEST_CASE("swap AB: the conv cost model puts the swap tiles first among the gemm1x1 instances on the 7x7 and 14x14 1x1 layers") {
@@ -238,7 +239,7 @@ TEST_CASE("swap AB: the conv cost model puts the swap tiles first among the gemm
     std::int64_t hw, c, k;
     const char* tile;  // the swap tile the model ranks first ("" : a default tile may win)
   };
-  for (DType t : {DType::f16})  // the conv swap family is f16 only
+  for (DType t : {DType::f16, DType::bf16})
     for (const Want& w : {Want{7, 2048, 512, "64x112x64"}, Want{14, 1024, 256, "128x96x64"}, Want{7, 512, 2048, ""},
                           Want{56, 64, 256, ""}}) {
       const Conv2dDesc d = layer(w.hw, w.c, w.k, t);

@@ -122,11 +122,11 @@ struct Sm90ConvGemm1x1 {
 // The same route on the GEMM's ping-pong 64x256 tile (Sm90WgmmaF16PingPong), for the short-K, wide layers
 // (14² 256->1024: as a bf16 GEMM, 6272x1024x256 ran 9.5 µs on it, the cooperative tiles 11.3-12.1 µs; as a
 // conv at N = 32 0.93x -> 1.08x cuDNN fused; H200 s12). pp 128x128 (its other tile): second to 64x256 on
-// 14² 256->1024 and 7² 512->2048 at N = 32 and 256, within 2-8% (H200 s18). f16 only (see Sm90ConvGemm1x1Swap).
+// 14² 256->1024 and 7² 512->2048 at N = 32 and 256, within 2-8% (H200 s18). f16 and bf16 (the GEMM table has both).
 struct Sm90ConvGemm1x1PingPong {
   static constexpr std::string_view name = "sm90_conv_gemm1x1_pingpong";
   static constexpr const ArchTraits& arch = sm90;
-  static constexpr MathOp maths[] = {MathOp::wgmma_f16};
+  static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::gemm1x1, 8, 0}};
   static constexpr ConvBlockShape blocks[] = {{{64, 256, 64}, {64, 256}, 5, WgSchedule::pingpong},
                                               {{128, 128, 64}, {128, 128}, 5, WgSchedule::pingpong}};
@@ -140,13 +140,12 @@ struct Sm90ConvGemm1x1PingPong {
 // with few output channels and pixels (7² and 14² maps at N = 32), where their tiles fit one wave: H200,
 // bf16 GEMM 1568x512x2048 (7² 2048->512) 64x112 1.07x cuBLASLt, 6272x256x1024 (14² 1024->256) 128x96
 // 0.99x with bias+ReLU, against 0.89x / 0.84x for the best default GEMM instance (as GEMM probes: not yet
-// timed as conv instances). 16-bit y, every built-in epilogue; no split-K, multicast or cluster_k. f16 only,
-// like the ping-pong im2col family: what the conv benchmarks measure; bf16 copies would cost ~8 s of compile
-// each in the 10-minute test build (bf16 convolutions keep the cooperative tiles of both routes).
+// timed as conv instances). 16-bit y, every built-in epilogue; no split-K, multicast or cluster_k. f16 and bf16:
+// the GEMM table's own entries, so no build time (until session 18 f16 only, from when the route compiled them).
 struct Sm90ConvGemm1x1Swap {
   static constexpr std::string_view name = "sm90_conv_gemm1x1_swap";
   static constexpr const ArchTraits& arch = sm90;
-  static constexpr MathOp maths[] = {MathOp::wgmma_f16};
+  static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::gemm1x1, 8, 0}};
   static constexpr ConvBlockShape blocks[] = {{{64, 112, 64}, {64, 112}, 9, WgSchedule::swap_ab},
                                               {{128, 96, 64}, {64, 96}, 7, WgSchedule::swap_ab}};
@@ -179,12 +178,13 @@ struct Sm90ConvIm2col {
 // warpgroup a whole 256x64 tile (four m64n64 blocks, 168 registers), the im2col box of 256 pixels sharing one
 // filter box (cuDNN's Hopper fprop has this schedule: tilesize256x64x64, warpgroupsize1x1x1). H200 s18, 56²
 // 64->64 3x3: 132.7 µs at N = 256 (cooperative 256x64 156.4, cuDNN fused ~126), 21.1 at N = 32 (22.7); 56²
-// 64->64 1x1 at N = 32 9.0 (9.5). f16 only (see Sm90ConvGemm1x1Swap). (A swap-AB 64x256 im2col tile, 212
+// 64->64 1x1 at N = 32 9.0 (9.5). bf16 twins since session 18 (the test build had room: ~5 min of its 10;
+// ~8 s of CPU per kernel). (A swap-AB 64x256 im2col tile, 212
 // registers, was timed beside it and never won: 164.8 µs on that 3x3 layer at N = 256.)
 struct Sm90ConvIm2colPingPong {
   static constexpr std::string_view name = "sm90_conv_tma_im2col_pingpong";
   static constexpr const ArchTraits& arch = sm90;
-  static constexpr MathOp maths[] = {MathOp::wgmma_f16};
+  static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::tma_im2col, 8, 0}};
   static constexpr ConvBlockShape blocks[] = {{{128, 64, 64}, {128, 64}, 7, WgSchedule::pingpong},
                                               {{128, 128, 64}, {128, 128}, 5, WgSchedule::pingpong},
@@ -198,11 +198,12 @@ struct Sm90ConvIm2colPingPong {
 // orientation: 64x112 = 64 output channels x 112 output pixels. For the 3x3 layers with few pixels and long
 // K: H200 session 16, f16 GEMM 1568x512x4608 (7² 3×3 512→512 at N = 32 as a GEMM) ran 17.7 µs on the GEMM's
 // swap 64x112 against 24.7 on 128x128 and 20.3 on 64x128, while the im2col route's best tactic took 21.3
-// (cuDNN fused 16.4-16.9). f16 only; no split-K, multicast or cluster split-K (the swap kernel's limits).
+// (cuDNN fused 16.4-16.9). f16 and bf16 (bf16 since session 18, as the ping-pong family); no split-K, multicast
+// or cluster split-K (the swap kernel's limits).
 struct Sm90ConvIm2colSwap {
   static constexpr std::string_view name = "sm90_conv_tma_im2col_swap";
   static constexpr const ArchTraits& arch = sm90;
-  static constexpr MathOp maths[] = {MathOp::wgmma_f16};
+  static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::tma_im2col, 8, 0}};
   static constexpr ConvBlockShape blocks[] = {{{64, 112, 64}, {64, 112}, 9, WgSchedule::swap_ab}};
   static constexpr int stages[] = {9};
