@@ -3,7 +3,7 @@
 // s8: 0.19 µs on one CTA, 0.27 on 104) and the ping-pong 256x64 conv tile's (56² 3×3 64→64, N = 256: tensor
 // pipe busy 47% of the cycles, notes/conv2d.md "Session 18") set by the loads, by L2, or by the consumers?
 //
-//   ktune-sm90-probes --fill gemm|conv [--ctas 1,8,66,104,132] [--rows A+B] [--stages S] [--hold 0,512]
+//   ktune-sm90-probes --fill gemm|conv|mma [--ctas 1,8,66,104,132] [--rows A+B] [--stages S] [--hold 0,512]
 //                     [--ktiles K] [--n N] [--repeats R]
 //
 // One producer thread per CTA walks the k-tiles as the library's kernels do (the ring of kernel/sm90/
@@ -15,8 +15,14 @@
 //         (the 1664x512 grid's tiles). --ktiles per CTA.
 //   conv: the TMA im2col producer of the conv kernel (ConvIm2colProducer) on 56² 3×3 64→64 at batch --n with
 //         256-pixel boxes and 64-filter boxes (the ping-pong 256x64 tile), a persistent walk over every tile.
+//   mma:  the other side, no loads: every consumer warpgroup of a tile shape issues its k-tiles' wgmmas (the
+//         mainloop's WgmmaMainloop::mma, wait_group 1 between k-tiles) on one resident stage, --ktiles times:
+//         the tensor side's floor per k-tile for 128x64, 64x64, 256x64 (cooperative and ping-pong), 128x128,
+//         128x256, 256x128 and the swap 64x112 (does an N = 64 tile read shared memory faster than wgmma can
+//         use it? notes/conv2d.md "Session 17").
 // Per row: µs (median of the repeats, CUDA events), the median CTA's cycles per k-tile (clock64) and the bytes
-// it took in per cycle, and the aggregate rate. Timings only: nothing is checked (the boxes are not read).
+// it took in per cycle, and the aggregate rate (mma: cycles per k-tile against wgmma's full rate, 4096
+// f16 FLOP per cycle and multiprocessor). Timings only: nothing is checked (the boxes are not read).
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -119,8 +125,42 @@ __global__ void __launch_bounds__(64, 1)
 #endif
 }
 
+// The tensor side alone: each of the CTA's WGs consumer warpgroups runs the tile's wgmmas of k_tiles k-tiles
+// from stage 0 (ping-pong: each warpgroup a whole tile, both at once, as two tiles in flight).
+// (Tile: a type with `static constexpr GemmConfig value` and `wgs`, as the library's kernels take CfgT: a
+// class-type template argument of a __global__ function breaks nvcc's host stub.)
+template <class Tile>
+__global__ void __launch_bounds__(128 * Tile::wgs, 1) mma_rate_kernel(int k_tiles, long long* cycles, float* sink) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr GemmConfig C = Tile::value;
+  constexpr int WGs = Tile::wgs;
+  using ML = WgmmaMainloop<C>;
+  extern __shared__ char smem[];
+  char* ring = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(smem) + 1023) & ~std::uintptr_t{1023});
+  for (int i = int(threadIdx.x); i < ML::stage_bytes / 4; i += int(blockDim.x))
+    reinterpret_cast<std::uint32_t*>(ring)[i] = 0x3c003c00u;  // 1.0 in f16 and near 1 in bf16: finite sums
+  __syncthreads();
+  const int wg = int(threadIdx.x) / 128;
+  const auto d0 = ML::descriptors(static_cast<std::uint32_t>(__cvta_generic_to_shared(ring)), C.schedule == WgSchedule::pingpong ? 0 : wg);
+  typename ML::Accumulators acc;
+  const long long t0 = clock64();
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    ML::mma(acc, d0, 0, kt > 0);
+    wgmma_wait<1>();
+  }
+  wgmma_wait<0>();
+  const long long t1 = clock64();
+  if (threadIdx.x % 128 == 0) cycles[blockIdx.x * WGs + wg] = t1 - t0;
+  // Every accumulator block read once (keeps each block's wgmmas; reading all 128 values made ptxas serialize them).
+  float any = 0.0f;
+#pragma unroll
+  for (int mi = 0; mi < ML::MI; ++mi) any += acc[mi][0] + acc[mi][ML::WN / 2 - 1];
+  if (any == -1.0f) sink[threadIdx.x] = any;  // never true
+#endif
+}
+
 struct FillArgs {
-  bool conv = false;
+  bool conv = false, mma = false;
   std::vector<int> ctas{1, 8, 66, 104, 132};
   int rows_a = 128, rows_b = 64;
   int stages = 0;  // 0: as many as fit (gemm), 5 (conv: the ping-pong 256x64 tile's)
@@ -179,6 +219,78 @@ void print_row(const char* mode, int ctas, int stage_bytes, int stages, int hold
   }
   std::printf("%-5s %5d %8.1f %6d %6d %10.2f %12.1f %10.1f %10.2f\n", mode, ctas, stage_bytes / 1024.0, stages, hold, us,
               median(per_kt), median(bpc), total_bytes / (us * 1e-6) / 1e12);
+}
+
+// The tile shapes of --fill mma (f16 'tn'; the stage count is unused).
+constexpr GemmConfig mma_tile(TileShape t, WarpShape w, WgSchedule s = WgSchedule::cooperative) {
+  return GemmConfig{90, MathOp::wgmma_f16, Layout::row, Layout::col, t, w, 1, 8, s};
+}
+constexpr GemmConfig t64x64 = mma_tile({64, 64, 64}, {64, 64}), t128x64 = mma_tile({128, 64, 64}, {64, 64}),
+                     t256x64 = mma_tile({256, 64, 64}, {128, 64}), t128x128 = mma_tile({128, 128, 64}, {64, 128}),
+                     t128x256 = mma_tile({128, 256, 64}, {64, 256}), t256x128 = mma_tile({256, 128, 64}, {128, 128}),
+                     pp256x64 = mma_tile({256, 64, 64}, {256, 64}, WgSchedule::pingpong),
+                     pp128x64 = mma_tile({128, 64, 64}, {128, 64}, WgSchedule::pingpong),
+                     swap64x112 = mma_tile({64, 112, 64}, {64, 112}, WgSchedule::swap_ab);
+template <const GemmConfig& C, int WGs>
+struct MmaTile {
+  static constexpr GemmConfig value = C;
+  static constexpr int wgs = WGs;
+};
+using Mma64x64 = MmaTile<t64x64, 1>;
+using Mma128x64 = MmaTile<t128x64, 2>;
+using Mma256x64 = MmaTile<t256x64, 2>;
+using MmaPp256x64 = MmaTile<pp256x64, 2>;
+using MmaPp128x64 = MmaTile<pp128x64, 2>;
+using Mma128x128 = MmaTile<t128x128, 2>;
+using Mma128x256 = MmaTile<t128x256, 2>;
+using Mma256x128 = MmaTile<t256x128, 2>;
+using MmaSwap64x112 = MmaTile<swap64x112, 1>;
+
+// One tile shape of --fill mma: launch, time, report cycles per k-tile against the full rate.
+template <class Tile>
+Status run_mma_rate(const char* label, const FillArgs& a, DeviceBuffer& cycles_buf, DeviceBuffer& sink) {
+  constexpr GemmConfig C = Tile::value;
+  constexpr int WGs = Tile::wgs;
+  using ML = WgmmaMainloop<C>;
+  constexpr int smem = ML::stage_bytes + 1024;
+  constexpr auto kernel = mma_rate_kernel<Tile>;
+  KTUNE_TOOLS_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  // FLOP per k-tile and CTA over 4096 per cycle (dense f16/bf16 wgmma, one multiprocessor)
+  const double full_rate_cycles = 2.0 * C.tile.m * C.tile.n * C.tile.k * (C.schedule == WgSchedule::pingpong ? WGs : 1) / 4096.0;
+  for (int ctas : a.ctas) {
+    if (ctas < 1 || ctas > 1024 / WGs) return error(StatusCode::invalid_argument, "--ctas: 1..512");
+    auto launch = [&]() -> Status {
+      kernel<<<ctas, 128 * WGs, smem>>>(a.k_tiles, static_cast<long long*>(cycles_buf.get()), static_cast<float*>(sink.get()));
+      return cuda_status(cudaGetLastError(), "mma_rate_kernel launch");
+    };
+    double us = 0.0;
+    KTUNE_RETURN_IF_ERROR(time_launches(launch, a.repeats, us));
+    std::vector<long long> cycles(std::size_t(ctas) * WGs);
+    KTUNE_TOOLS_CUDA(cudaMemcpy(cycles.data(), cycles_buf.get(), sizeof(long long) * cycles.size(), cudaMemcpyDeviceToHost));
+    std::vector<double> per_kt;
+    for (long long c : cycles) per_kt.push_back(double(c) / a.k_tiles);
+    const double kt_cycles = median(per_kt);
+    std::printf("mma   %5d %-34s %10.2f %12.1f %10.1f %9.0f%%\n", ctas, label, us, kt_cycles, full_rate_cycles,
+                100.0 * full_rate_cycles / kt_cycles);
+  }
+  return {};
+}
+
+Status run_mma(const FillArgs& a) {
+  DeviceBuffer cycles_buf, sink;
+  KTUNE_RETURN_IF_ERROR(cycles_buf.allocate(sizeof(long long) * 2048));
+  KTUNE_RETURN_IF_ERROR(sink.allocate(sizeof(float) * 256));
+  std::printf("mode   ctas tile                                median_us kt_cycles(med) full_rate  of_full\n");
+  KTUNE_RETURN_IF_ERROR(run_mma_rate<Mma64x64>("64x64 w64x64 (1 wg)", a, cycles_buf, sink));
+  KTUNE_RETURN_IF_ERROR(run_mma_rate<Mma128x64>("128x64 w64x64", a, cycles_buf, sink));
+  KTUNE_RETURN_IF_ERROR(run_mma_rate<Mma256x64>("256x64 w128x64", a, cycles_buf, sink));
+  KTUNE_RETURN_IF_ERROR(run_mma_rate<MmaPp256x64>("pp 256x64 w256x64 (2 tiles)", a, cycles_buf, sink));
+  KTUNE_RETURN_IF_ERROR(run_mma_rate<MmaPp128x64>("pp 128x64 w128x64 (2 tiles)", a, cycles_buf, sink));
+  KTUNE_RETURN_IF_ERROR(run_mma_rate<Mma128x128>("128x128 w64x128", a, cycles_buf, sink));
+  KTUNE_RETURN_IF_ERROR(run_mma_rate<Mma128x256>("128x256 w64x256", a, cycles_buf, sink));
+  KTUNE_RETURN_IF_ERROR(run_mma_rate<Mma256x128>("256x128 w128x128", a, cycles_buf, sink));
+  KTUNE_RETURN_IF_ERROR(run_mma_rate<MmaSwap64x112>("swap 64x112 w64x112 (1 wg)", a, cycles_buf, sink));
+  return {};
 }
 
 Status run_fill(const FillArgs& a) {
@@ -265,14 +377,15 @@ Status run_fill(const FillArgs& a) {
 int fill_main(int argc, char** argv) {
   FillArgs a;
   auto usage = [] {
-    std::fprintf(stderr, "usage: ktune-sm90-probes --fill gemm|conv [--ctas 1,8,66,104,132] [--rows A+B] [--stages S] "
+    std::fprintf(stderr, "usage: ktune-sm90-probes --fill gemm|conv|mma [--ctas 1,8,66,104,132] [--rows A+B] [--stages S] "
                          "[--hold 0,512] [--ktiles K] [--n N] [--repeats R]\n");
     return 2;
   };
   if (argc < 2) return usage();
   const std::string mode = argv[1];
-  if (mode != "gemm" && mode != "conv") return usage();
+  if (mode != "gemm" && mode != "conv" && mode != "mma") return usage();
   a.conv = mode == "conv";
+  a.mma = mode == "mma";
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     const char* v = i + 1 < argc ? argv[++i] : nullptr;
@@ -292,7 +405,7 @@ int fill_main(int argc, char** argv) {
     std::printf("ktune-sm90-probes: no CUDA device\n");
     return 77;
   }
-  const Status st = run_fill(a);
+  const Status st = a.mma ? run_mma(a) : run_fill(a);
   if (!st.ok()) {
     std::printf("ktune-sm90-probes --fill: %s\n", st.to_string().c_str());
     return 1;

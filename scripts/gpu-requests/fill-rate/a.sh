@@ -3,7 +3,9 @@
 # the kernels' own k-tile times: bf16 128x64 s8 0.192 µs per 64-deep k-tile on 1 CTA, 0.271 on 104 (H200 s18);
 # the ping-pong 256x64 conv tile on 56² 3×3 64→64 at N = 256, 132.7 µs (tensor pipe busy 47% of its cycles).
 # --hold: cycles a slot is held per k-tile, the tensor pipe's time at wgmma's full rate (128x64x64: 256,
-# 128x256x64: 1024, 256x64x64: 512). Then ncu's kernel durations of the repack route on 127×257×131 (copy vs GEMM).
+# 128x256x64: 1024, 256x64x64: 512). --fill mma: the other side, wgmma alone on a resident stage per tile shape
+# (the N = 64 tiles at the shared-memory read limit? notes/conv2d.md "Session 17"). Then ncu's kernel durations
+# of the repack route on 127×257×131 (copy vs GEMM).
 set -u
 T0=$(date +%s)
 B=build-fill
@@ -17,6 +19,7 @@ P=$B/ktune-sm90-probes
   timeout 40 $P --fill gemm --rows 256+128 --stages 4 --ctas 1,66,132 --hold 0,1024 --ktiles 512
   timeout 60 $P --fill conv --n 256 --stages 5 --ctas 1,33,66,132 --hold 0,512
   timeout 30 $P --fill conv --n 32 --stages 5 --ctas 132 --hold 0,512
+  timeout 60 $P --fill mma --ctas 1,132 --ktiles 4096
 } > $OUT/fill.txt 2>&1
 echo "fill rc=$? $(( $(date +%s) - T0 )) s"; cat $OUT/fill.txt
 timeout 60 ncu --clock-control none --section SpeedOfLight -k "regex:repack_kernel|sm90|gemm_kernel" -c 6 $B/ktune-profile --gemm 127x257x131 --dtype f16 --no-ref-check \
