@@ -310,9 +310,9 @@ Status run_fill(const FillArgs& a) {
       if (!a.conv) {
         const int stage_bytes = (a.rows_a + a.rows_b) * 128;
         const int stages = a.stages > 0 ? a.stages : std::min(fill_max_stages, (dev.smem_optin_bytes - 1024 - 1024) / stage_bytes);
-        if (a.rows_a < 8 || a.rows_a > 256 || a.rows_b < 8 || a.rows_b > 256 || stages < 1 ||
+        if (a.rows_a < 8 || a.rows_a > 256 || a.rows_b < 8 || a.rows_b > 256 || a.rows_a % 8 || a.rows_b % 8 || stages < 1 ||
             stages * stage_bytes + 1024 > dev.smem_optin_bytes - 1024)
-          return error(StatusCode::invalid_argument, "--rows A+B (each 8..256) and --stages must fit shared memory");
+          return error(StatusCode::invalid_argument, "--rows A+B (each 8..256, multiples of 8: whole 1 KB swizzle atoms) and --stages must fit shared memory");
         const int k_wrap = 64;  // k wraps at 4096 elements: 13·A + 8·B rows × 8 KB stay in L2
         DeviceBuffer A, B;
         KTUNE_RETURN_IF_ERROR(A.allocate(std::size_t(13) * a.rows_a * k_wrap * 64 * 2));
