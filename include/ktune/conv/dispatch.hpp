@@ -333,12 +333,13 @@ inline int conv_tile_mismatch(const ConvConfig& c, const Conv2dDesc& d, const De
 // consumer warpgroup's tile, plus a fixed cost (pipeline fill, epilogue tail) of one 128x128 k-tile.
 // Efficiencies follow the warp tile's operand reuse, calibrated on the sm90 GEMM (H200, 4096^3:
 // 256x128 with 128x128 warpgroup tiles 721 TF/s, 128x128 with 64x128 595 TF/s); 64x64 and the
-// one-consumer tile are estimates. A model, not a measurement: no conv timing of these tiles exists yet.
+// one-consumer tile are estimates. A model (the tuner measures): it ranks, it does not predict times.
 // Swap-AB tiles (Sm90ConvGemm1x1Swap): 0.7, from their GEMM timings (1568x512x2048 64x112 1.07x
 // cuBLASLt where the best default instance ran 0.89x; 6272x256x1024 128x96 0.99x vs 0.84x), so that they
-// lead where their tiles fit one wave and the default tiles do not. Ping-pong tiles run in pairs, one per consumer warpgroup (see
-// sm90_conv_cost): a CTA's odd last tile keeps one warpgroup busy (H200 s18, 14² 1024->256 at N = 32: the 1x1
-// route's pp 128x128, one tile per CTA, 9.7 µs against 9.1 on the cooperative 128x128 and 7.3 on swap 128x96).
+// lead where their tiles fit one wave and the default tiles do not. Ping-pong tiles run in pairs, one per
+// consumer warpgroup (sm90_conv_cost): a CTA's odd last tile keeps one warpgroup busy (H200 s18, 14²
+// 1024->256 at N = 32: the 1x1 route's pp 128x128, one tile per CTA, 9.7 µs against 9.1 on the cooperative
+// 128x128 and 7.3 on swap 128x96).
 inline constexpr double sm90_one_consumer_rate = 0.85;  // one busy consumer warpgroup vs two
 inline double sm90_conv_efficiency(const GemmConfig& g) {
   if (is_swap_ab(g)) return 0.7;

@@ -178,9 +178,9 @@ struct Sm90ConvIm2col {
 // warpgroup a whole 256x64 tile (four m64n64 blocks, 168 registers), the im2col box of 256 pixels sharing one
 // filter box (cuDNN's Hopper fprop has this schedule: tilesize256x64x64, warpgroupsize1x1x1). H200 s18, 56²
 // 64->64 3x3: 132.7 µs at N = 256 (cooperative 256x64 156.4, cuDNN fused ~126), 21.1 at N = 32 (22.7); 56²
-// 64->64 1x1 at N = 32 9.0 (9.5). bf16 twins since session 18 (the test build had room: ~5 min of its 10;
-// ~8 s of CPU per kernel). (A swap-AB 64x256 im2col tile, 212
-// registers, was timed beside it and never won: 164.8 µs on that 3x3 layer at N = 256.)
+// 64->64 1x1 at N = 32 9.0 (9.5). (A swap-AB 64x256 im2col tile, 212 registers, was timed beside it and never
+// won: 164.8 µs on that 3x3 layer at N = 256.) bf16 twins since session 18 (the test build had room: ~5 min of
+// its 10; ~8 s of CPU per kernel).
 struct Sm90ConvIm2colPingPong {
   static constexpr std::string_view name = "sm90_conv_tma_im2col_pingpong";
   static constexpr const ArchTraits& arch = sm90;
