@@ -4,7 +4,7 @@
 // pipe busy 47% of the cycles, notes/conv2d.md "Session 18") set by the loads, by L2, or by the consumers?
 //
 //   ktune-sm90-probes --fill gemm|conv|mma [--ctas 1,8,66,104,132] [--rows A+B] [--stages S] [--hold 0,512]
-//                     [--ktiles K] [--n N] [--repeats R]
+//                     [--ktiles K] [--n N] [--repeats R] [--im2col-only 0|1]
 //
 // One producer thread per CTA walks the k-tiles as the library's kernels do (the ring of kernel/sm90/
 // pipeline.cuh: wait for a free slot, expect its bytes, issue the boxes) and one consumer thread waits for each
@@ -14,7 +14,9 @@
 //         matrices small enough to stay in L2 (k wraps at 4096); CTA i reads A tile i % 13 and B tile i / 13 % 8
 //         (the 1664x512 grid's tiles). --ktiles per CTA.
 //   conv: the TMA im2col producer of the conv kernel (ConvIm2colProducer) on 56² 3×3 64→64 at batch --n with
-//         256-pixel boxes and 64-filter boxes (the ping-pong 256x64 tile), a persistent walk over every tile.
+//         256-pixel boxes and 64-filter boxes (the ping-pong 256x64 tile), a persistent walk over every tile;
+//         --im2col-only 1: the im2col box alone (32 KB slots instead of 40), what a tile with its 64 filters
+//         resident in shared memory would load per k-tile (72 KB of filters for 3×3×64 leave room for 4 slots).
 //   mma:  the other side, no loads: every consumer warpgroup of a tile shape issues its k-tiles' wgmmas (the
 //         mainloop's WgmmaMainloop::mma, wait_group 1 between k-tiles) on one resident stage, --ktiles times:
 //         the tensor side's floor per k-tile for 128x64, 64x64, 256x64 (cooperative and ping-pong), 128x128,
@@ -102,7 +104,7 @@ __global__ void __launch_bounds__(64, 1)
 
 __global__ void __launch_bounds__(64, 1)
     fill_conv_kernel(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw, ConvTmaGeometry geo,
-                     int tiles, int stages, int hold, long long* cycles, int* k_tiles_done) {
+                     int tiles, int stages, int hold, bool im2col_only, long long* cycles, int* k_tiles_done) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using ML = WgmmaMainloop<fill_conv_tile>;
   FillRing r = fill_ring_start(stages);
@@ -111,8 +113,15 @@ __global__ void __launch_bounds__(64, 1)
     producer.prefetch();
     for (int t = int(blockIdx.x); t < tiles; t += int(gridDim.x))
       for (int kt = 0; kt < geo.k_tiles; ++kt) {
-        std::uint64_t* bar = r.pipe.acquire(r.st, ML::stage_bytes);
-        producer.load(r.slots + r.st.stage * ML::stage_bytes, bar, kernel::TileCoord{t, 0}, kt, 1u, 0u);
+        char* slot = r.slots + r.st.stage * (im2col_only ? ML::a_bytes : ML::stage_bytes);
+        if (im2col_only) {  // what a tile with its filters resident in shared memory would load
+          std::uint64_t* bar = r.pipe.acquire(r.st, ML::a_bytes);
+          const Im2colBox b = producer.walk.box(geo, t * fill_conv_tile.tile.m, kt);
+          tma_load_im2col_4d(slot, &tx, b.c0, b.w, b.h, b.n, b.off_w, b.off_h, bar);
+        } else {
+          std::uint64_t* bar = r.pipe.acquire(r.st, ML::stage_bytes);
+          producer.load(slot, bar, kernel::TileCoord{t, 0}, kt, 1u, 0u);
+        }
         r.st.advance();
       }
   } else if (threadIdx.x == 32) {
@@ -161,6 +170,7 @@ __global__ void __launch_bounds__(128 * Tile::wgs, 1) mma_rate_kernel(int k_tile
 
 struct FillArgs {
   bool conv = false, mma = false;
+  bool im2col_only = false;  // conv: the im2col box alone per k-tile (--im2col-only)
   std::vector<int> ctas{1, 8, 66, 104, 132};
   int rows_a = 128, rows_b = 64;
   int stages = 0;  // 0: as many as fit (gemm), 5 (conv: the ping-pong 256x64 tile's)
@@ -335,8 +345,9 @@ Status run_fill(const FillArgs& a) {
       } else {
         using ML = WgmmaMainloop<fill_conv_tile>;
         const int stages = a.stages > 0 ? a.stages : fill_conv_tile.stages;
-        if (stages > fill_max_stages || stages * ML::stage_bytes + 1024 > dev.smem_optin_bytes - 1024)
-          return error(StatusCode::invalid_argument, "--stages: the 40 KB stages must fit shared memory");
+        const int slot_bytes = a.im2col_only ? ML::a_bytes : ML::stage_bytes;
+        if (stages > fill_max_stages || stages * slot_bytes + 1024 > dev.smem_optin_bytes - 1024)
+          return error(StatusCode::invalid_argument, "--stages: the stages (40 KB, 32 KB with --im2col-only) must fit shared memory");
         Conv2dDesc d;  // 56² 3×3 64→64, padding 1
         d.n = a.n;
         d.h = d.w = 56;
@@ -354,17 +365,17 @@ Status run_fill(const FillArgs& a) {
         KTUNE_RETURN_IF_ERROR(make_filter_map(tw, d, w.get(), fill_conv_tile.tile.n));
         const ConvTmaGeometry geo = conv_tma_geometry(d);
         const int tiles = static_cast<int>(ceil_div(conv_shape(d).m, std::int64_t{fill_conv_tile.tile.m}));
-        const int smem = stages * ML::stage_bytes + 1024;
+        const int smem = stages * slot_bytes + 1024;
         KTUNE_TOOLS_CUDA(cudaFuncSetAttribute(fill_conv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         auto launch = [&]() -> Status {
-          fill_conv_kernel<<<ctas, 64, smem>>>(tx, tw, geo, tiles, stages, hold, static_cast<long long*>(cycles_buf.get()),
+          fill_conv_kernel<<<ctas, 64, smem>>>(tx, tw, geo, tiles, stages, hold, a.im2col_only, static_cast<long long*>(cycles_buf.get()),
                                                static_cast<int*>(done_buf.get()));
           return cuda_status(cudaGetLastError(), "fill_conv_kernel launch");
         };
         KTUNE_RETURN_IF_ERROR(time_launches(launch, a.repeats, us));
         KTUNE_TOOLS_CUDA(cudaMemcpy(cycles.data(), cycles_buf.get(), sizeof(long long) * ctas, cudaMemcpyDeviceToHost));
         KTUNE_TOOLS_CUDA(cudaMemcpy(k_tiles.data(), done_buf.get(), sizeof(int) * ctas, cudaMemcpyDeviceToHost));
-        print_row("conv", ctas, ML::stage_bytes, stages, hold, us, cycles, k_tiles);
+        print_row(a.im2col_only ? "conv-a" : "conv", ctas, slot_bytes, stages, hold, us, cycles, k_tiles);
       }
     }
   }
@@ -378,7 +389,7 @@ int fill_main(int argc, char** argv) {
   FillArgs a;
   auto usage = [] {
     std::fprintf(stderr, "usage: ktune-sm90-probes --fill gemm|conv|mma [--ctas 1,8,66,104,132] [--rows A+B] [--stages S] "
-                         "[--hold 0,512] [--ktiles K] [--n N] [--repeats R]\n");
+                         "[--hold 0,512] [--ktiles K] [--n N] [--repeats R] [--im2col-only 0|1]\n");
     return 2;
   };
   if (argc < 2) return usage();
@@ -398,6 +409,7 @@ int fill_main(int argc, char** argv) {
     else if (arg == "--ktiles") a.k_tiles = std::max(1, std::atoi(v));
     else if (arg == "--n") a.n = std::max(1, std::atoi(v));
     else if (arg == "--repeats") a.repeats = std::max(1, std::atoi(v));
+    else if (arg == "--im2col-only") a.im2col_only = std::atoi(v) != 0;
     else return usage();
   }
   int count = 0;

@@ -18,6 +18,7 @@ P=$B/ktune-sm90-probes
   timeout 40 $P --fill gemm --rows 128+256 --stages 4 --ctas 1,66,132 --hold 0,1024 --ktiles 512
   timeout 40 $P --fill gemm --rows 256+128 --stages 4 --ctas 1,66,132 --hold 0,1024 --ktiles 512
   timeout 60 $P --fill conv --n 256 --stages 5 --ctas 1,33,66,132 --hold 0,512
+  timeout 60 $P --fill conv --n 256 --stages 4 --ctas 1,132 --hold 0,512 --im2col-only 1
   timeout 30 $P --fill conv --n 32 --stages 5 --ctas 132 --hold 0,512
   timeout 60 $P --fill mma --ctas 1,132 --ktiles 4096
 } > $OUT/fill.txt 2>&1
