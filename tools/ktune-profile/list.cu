@@ -1,6 +1,6 @@
-// tools/ktune-profile/list.cu — `ktune-profile --list`: each default family's parameter lists, then
-// every point of its product: valid instances with their resource estimate, pruned configs with the
-// rule that rejected them and why. The enumeration is evaluated at compile time (the same constexpr
+// tools/ktune-profile/list.cu — `ktune-profile --list`: each default family's parameter lists (GEMM, then
+// conv2d), then every point of its product: valid instances with their resource estimate, pruned configs
+// with the rule that rejected them and why. The enumeration is evaluated at compile time (the same constexpr
 // function that decides what gets instantiated); nothing here calls the CUDA runtime, so the listing
 // works on a machine without a GPU or driver.
 #include <cstdio>
@@ -11,6 +11,8 @@
 #include <tuple>
 #include <vector>
 
+#include "ktune/conv/dispatch.hpp"
+#include "ktune/conv/family.hpp"
 #include "ktune/dispatch.hpp"
 #include "ktune/family.hpp"
 #include "default_families.hpp"
@@ -29,6 +31,17 @@ std::string str(Layout l) { return std::string(1, layout_letter(l)) + " (" + std
 std::string str(TileShape t) { return std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k); }
 std::string str(WarpShape w) { return std::to_string(w.m) + "x" + std::to_string(w.n); }
 std::string str(int v) { return std::to_string(v); }
+std::string str(ConvIteratorSpec i) {
+  return std::string(to_string(i.kind)) + " (" + std::to_string(i.align) + "-element vectors" +
+         (i.channels > 0 ? ", C = " + std::to_string(i.channels) : std::string()) + ")";
+}
+std::string str(ConvBlockShape b) {
+  std::string s = str(b.tile) + " w" + str(b.warp);
+  if (b.stages > 0) s += " s" + std::to_string(b.stages);
+  if (b.schedule == WgSchedule::pingpong) s += " ping-pong";
+  if (b.schedule == WgSchedule::swap_ab) s += " swap-AB";
+  return s;
+}
 
 template <class T, std::size_t N>
 std::string join(const T (&values)[N]) {
@@ -102,19 +115,72 @@ void list_family(const std::string& filter, Totals& tot) {
   tot.family_names.insert(std::string(F::name));
 }
 
-}  // namespace
+// The same for a conv2d family: maths × iterators × block shapes (each with its warp tile, and its own stage count
+// or every entry of stages[]), pruned by the conv constraint model (the GEMM mainloop's rules plus the gather's).
+template <class F>
+void list_conv_family(const std::string& filter, Totals& tot) {
+  static constexpr auto candidates = enumerate_conv_family<F>();
+  const ArchTraits& a = F::arch;
+  std::printf("conv family %.*s  (arch %.*s: %d B smem/block opt-in)%s\n", int(F::name.size()), F::name.data(),
+              int(a.name.size()), a.name.data(), a.smem_optin_bytes,
+              conv_family_uses_gemm_table<F>() ? "  [the 1x1 route on the GEMM table's own instances]" : "");
+  std::printf("  math       %s\n", join(F::maths).c_str());
+  std::printf("  iterator   %s\n", join(F::iterators).c_str());
+  std::printf("  block      %s   (BM x BN x BK, warp or warpgroup tile)\n", join(F::blocks).c_str());
+  std::printf("  stages     %s   (blocks without their own count)\n", join(F::stages).c_str());
 
-int list_families(const std::string& filter) {
-  std::printf("ktune-profile --list: default GEMM kernel families. Each family is the product of its parameter\n"
-              "lists; the constraint model (ktune/gemm/resource_model.hpp) prunes it at compile time and only\n"
-              "the valid configs are instantiated. Register counts are the model's estimate.\n\n");
-  Totals tot;
-  std::apply([&](auto... fam) { (list_family<decltype(fam)>(filter, tot), ...); }, DefaultFamilies{});
+  std::size_t valid = 0, pruned = 0, shown_valid = 0, shown_pruned = 0, registered = 0;
+  std::map<std::string, int> by_rule;
+  for (const auto& c : candidates) {
+    if (c.verdict.ok()) {
+      ++valid;
+      registered += conv_table().find(conv_instance_name(c.config).view()) != nullptr ? 1 : 0;
+    } else {
+      ++pruned;
+      ++by_rule[c.verdict.rule == ConvRule::gemm ? "gemm:" + std::string(rule_name(c.verdict.gemm.rule))
+                                                 : std::string(rule_name(c.verdict.rule))];
+    }
+  }
+  std::printf("  valid instances (%zu):\n", valid);
+  std::printf("    %-80s %9s %8s %10s\n", "name", "smem B", "threads", "regs(est)");
+  for (const auto& c : candidates) {
+    if (!c.verdict.ok()) continue;
+    const ConvInstanceName name = conv_instance_name(c.config);
+    if (!matches(name.view(), filter)) continue;
+    const GemmResources r = conv_resources(c.config);
+    std::printf("    %-80s %9d %8d %10d\n", name.c_str(), r.smem_bytes, r.threads, r.registers);
+    ++shown_valid;
+  }
+  std::printf("  pruned configs (%zu):\n", pruned);
+  for (const auto& c : candidates) {
+    if (c.verdict.ok()) continue;
+    const ConvInstanceName name = conv_instance_name(c.config);
+    if (!matches(name.view(), filter)) continue;
+    std::printf("    %-80s %s: %s\n", name.c_str(), std::string(rule_name(c.verdict.rule)).c_str(), c.verdict.describe().c_str());
+    ++shown_pruned;
+  }
+  std::string rules;
+  for (const auto& [rule, n] : by_rule) rules += (rules.empty() ? "" : ", ") + rule + " " + std::to_string(n);
+  std::printf("  summary %.*s: %zu configs = %zu valid + %zu pruned%s%s%s; %zu of the %zu valid in this binary's conv table",
+              int(F::name.size()), F::name.data(), candidates.size(), valid, pruned, rules.empty() ? "" : " (", rules.c_str(),
+              rules.empty() ? "" : ")", registered, valid);
+  if (!filter.empty()) std::printf("; shown with filter \"%s\": %zu valid, %zu pruned", filter.c_str(), shown_valid, shown_pruned);
+  std::printf("\n\n");
 
+  ++tot.families;
+  tot.configs += candidates.size();
+  tot.valid += valid;
+  tot.pruned += pruned;
+  tot.family_names.insert(std::string(F::name));
+}
+
+// What a dispatch table of this binary holds (filled at static initialisation; no CUDA involved), against the
+// families listed above it.
+template <class Table>
+void print_table_summary(const char* what, const Table& table, const Totals& tot) {
   std::printf("total: %zu families, %zu configs, %zu valid instances, %zu pruned\n", tot.families, tot.configs, tot.valid,
               tot.pruned);
-  // What this binary's dispatch table holds (filled at static initialisation; no CUDA involved).
-  const auto& entries = gemm_table().entries();
+  const auto& entries = table.entries();
   std::size_t from_listed = 0;
   std::vector<std::string> others;
   for (const auto& e : entries) {
@@ -123,10 +189,29 @@ int list_families(const std::string& filter) {
     else
       others.push_back(std::string(e.name) + " (family " + std::string(e.family) + ")");
   }
-  std::printf("dispatch table of this binary: %zu instances registered (%zu from the families above)\n", entries.size(),
-              from_listed);
+  std::printf("%s of this binary: %zu instances registered (%zu from the families above)\n", what, entries.size(), from_listed);
   for (const auto& o : others) std::printf("  also registered: %s\n", o.c_str());
   if (entries.empty()) std::printf("  (no instances: this binary was linked without ktune_instances)\n");
+}
+
+}  // namespace
+
+int list_families(const std::string& filter, const std::string& op) {
+  std::printf("ktune-profile --list: default kernel families (GEMM, then conv2d; --op gemm|conv for one). Each family is\n"
+              "the product of its parameter lists; the constraint model (ktune/gemm/resource_model.hpp, for conv2d also\n"
+              "ktune/conv/config.hpp) prunes it at compile time and only the valid configs are instantiated. Register\n"
+              "counts are the model's estimate.\n\n");
+  if (op != "conv") {
+    Totals tot;
+    std::apply([&](auto... fam) { (list_family<decltype(fam)>(filter, tot), ...); }, DefaultFamilies{});
+    print_table_summary("GEMM dispatch table", gemm_table(), tot);
+  }
+  if (op != "gemm") {
+    if (op != "conv") std::printf("\n");
+    Totals tot;
+    std::apply([&](auto... fam) { (list_conv_family<decltype(fam)>(filter, tot), ...); }, DefaultConvFamilies{});
+    print_table_summary("conv2d dispatch table", conv_table(), tot);
+  }
   return 0;
 }
 

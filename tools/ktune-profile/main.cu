@@ -38,9 +38,9 @@ void usage(std::FILE* out) {
                "ResNet-50 conv2d layers (N = 32, f16, bias + ReLU: 56x56 256->64 1x1, 28x28 128->128 3x3 and the\n"
                "C = 4 7x7 stride-2 stem) against cuDNN, each with ktune::conv2d's tuned pick.\n"
                "\n"
-               "  --list                 list the kernel families: parameter lists, valid instances (smem,\n"
-               "                         threads, estimated registers) and pruned configs with the reason\n"
-               "                         (works without a GPU)\n"
+               "  --list                 list the kernel families, GEMM then conv2d (--op gemm|conv: one kind):\n"
+               "                         parameter lists, valid instances (smem, threads, estimated registers)\n"
+               "                         and pruned configs with the reason (works without a GPU)\n"
                "  --gemm MxNxK           run this one GEMM problem instead of the defaults\n"
                "  --conv SPEC            run this one conv2d problem (fprop, NHWC x, KRSC w, NPQK y) instead of the\n"
                "                         defaults, against cuDNN (cudnnConvolutionBiasActivationForward as the\n"
@@ -60,7 +60,8 @@ void usage(std::FILE* out) {
                "                         epilogue of --gemm (default identity) and --conv (default bias_relu:\n"
                "                         y = relu(conv(x, w) + bias[k]), what cuDNN's fused call computes; identity:\n"
                "                         y = conv(x, w), referenced by cudnnConvolutionForward alone)\n"
-               "  --op gemm|conv         without --gemm/--conv: run only the default problems of this kind\n"
+               "  --op gemm|conv         without --gemm/--conv: run only the default problems of this kind (with\n"
+               "                         --list: list only the families of this kind)\n"
                "  --filter TEXT          only instances whose name contains TEXT (also applies to --list)\n"
                "  --iters N              launches per timed repeat (default: enough for ~20 ms, ~5 with --quick;\n"
                "                         conv2d problems: at most ~10 ms)\n"
@@ -317,7 +318,8 @@ int main(int argc, char** argv) {
 
   if (list) {
     if (cache) return usage_error("--cache does not apply to --list");
-    return ktune::profile::list_families(filter);
+    if (op && *op != "gemm" && *op != "conv") return usage_error("unknown --op '" + *op + "' (gemm, conv)");
+    return ktune::profile::list_families(filter, op ? *op : std::string());
   }
 
   // Problems: --gemm and/or --conv, or the defaults (narrowed by --op / --dtype / --layout).

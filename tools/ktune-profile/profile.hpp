@@ -26,7 +26,7 @@ bool open_device(int device, DeviceInfo& dev, const char* no_gpu_message);
 
 // `--list`: every default family with its parameter lists, valid instances and pruned configs.
 // Pure host code: never calls the CUDA runtime. Returns the process exit code.
-int list_families(const std::string& filter);
+int list_families(const std::string& filter, const std::string& op);  // op: "", "gemm" or "conv"
 
 struct RunOptions {
   std::vector<tools::ProblemSpec> problems;
