@@ -54,6 +54,71 @@ bool matches(std::string_view name, const std::string& filter) {
   return filter.empty() || name.find(filter) != std::string_view::npos;
 }
 
+// How --list reads a GEMM or a conv2d candidate: its name, the model's resources, the first rule it breaks and
+// why, and whether this binary's dispatch table holds it.
+struct GemmPoint {
+  static InstanceName name(const GemmConfig& c) { return instance_name(c); }
+  static GemmResources resources(const GemmConfig& c) { return estimate_resources(c); }
+  static std::string rule(const Verdict& v) { return std::string(rule_name(v.rule)); }
+  static std::string reason(const Verdict& v) { return v.to_string(); }
+  static bool registered(const GemmConfig& c) { return gemm_table().find(instance_name(c).view()) != nullptr; }
+  static constexpr int name_width = 60;
+};
+struct ConvPoint {
+  static ConvInstanceName name(const ConvConfig& c) { return conv_instance_name(c); }
+  static GemmResources resources(const ConvConfig& c) { return conv_resources(c); }
+  static std::string rule(const ConvVerdict& v) {
+    return v.rule == ConvRule::gemm ? "gemm:" + std::string(rule_name(v.gemm.rule)) : std::string(rule_name(v.rule));
+  }
+  static std::string reason(const ConvVerdict& v) { return rule(v) + ": " + v.describe(); }
+  static bool registered(const ConvConfig& c) { return conv_table().find(conv_instance_name(c).view()) != nullptr; }
+  static constexpr int name_width = 80;
+};
+
+// Every point of a family's product: the valid ones with their resources, the pruned ones with the rule and the
+// reason, then a summary line; adds the family to the totals.
+template <class Point, class Candidates>
+void list_points(std::string_view family, const Candidates& candidates, const std::string& filter, Totals& tot) {
+  constexpr int w = Point::name_width;
+  std::size_t valid = 0, pruned = 0, shown_valid = 0, shown_pruned = 0, registered = 0;
+  std::map<std::string, int> by_rule;
+  for (const auto& c : candidates) {
+    if (c.verdict.ok()) {
+      ++valid;
+      registered += Point::registered(c.config) ? 1 : 0;
+    } else {
+      ++pruned;
+      ++by_rule[Point::rule(c.verdict)];
+    }
+  }
+  std::printf("  valid instances (%zu):\n", valid);
+  std::printf("    %-*s %9s %8s %10s\n", w, "name", "smem B", "threads", "regs(est)");
+  for (const auto& c : candidates) {
+    if (!c.verdict.ok() || !matches(Point::name(c.config).view(), filter)) continue;
+    const GemmResources r = Point::resources(c.config);
+    std::printf("    %-*s %9d %8d %10d\n", w, Point::name(c.config).c_str(), r.smem_bytes, r.threads, r.registers);
+    ++shown_valid;
+  }
+  std::printf("  pruned configs (%zu):\n", pruned);
+  for (const auto& c : candidates) {
+    if (c.verdict.ok() || !matches(Point::name(c.config).view(), filter)) continue;
+    std::printf("    %-*s %s\n", w, Point::name(c.config).c_str(), Point::reason(c.verdict).c_str());
+    ++shown_pruned;
+  }
+  std::string rules;
+  for (const auto& [rule, n] : by_rule) rules += (rules.empty() ? "" : ", ") + rule + " " + std::to_string(n);
+  std::printf("  summary %.*s: %zu configs = %zu valid + %zu pruned%s%s%s; %zu of the %zu valid in this binary's dispatch table",
+              int(family.size()), family.data(), candidates.size(), valid, pruned, rules.empty() ? "" : " (", rules.c_str(),
+              rules.empty() ? "" : ")", registered, valid);
+  if (!filter.empty()) std::printf("; shown with filter \"%s\": %zu valid, %zu pruned", filter.c_str(), shown_valid, shown_pruned);
+  std::printf("\n\n");
+  ++tot.families;
+  tot.configs += candidates.size();
+  tot.valid += valid;
+  tot.pruned += pruned;
+  tot.family_names.insert(std::string(family));
+}
+
 template <class F>
 void list_family(const std::string& filter, Totals& tot) {
   // Evaluated by the compiler: the listing is exactly what the constraint model decided at build time.
@@ -69,54 +134,11 @@ void list_family(const std::string& filter, Totals& tot) {
   std::printf("  warp       %s   (WM x WN)\n", join(F::warps).c_str());
   std::printf("  stages     %s\n", join(F::stages).c_str());
   std::printf("  align      %s   (elements per A/B vector access)\n", join(F::aligns).c_str());
-
-  std::size_t valid = 0, pruned = 0, shown_valid = 0, shown_pruned = 0, registered = 0;
-  std::map<std::string_view, int> by_rule;
-  for (const auto& c : candidates) {
-    if (c.verdict.ok()) {
-      ++valid;
-      registered += gemm_table().find(instance_name(c.config).view()) != nullptr ? 1 : 0;
-    } else {
-      ++pruned;
-      ++by_rule[rule_name(c.verdict.rule)];
-    }
-  }
-
-  std::printf("  valid instances (%zu):\n", valid);
-  std::printf("    %-60s %9s %8s %10s\n", "name", "smem B", "threads", "regs(est)");
-  for (const auto& c : candidates) {
-    if (!c.verdict.ok()) continue;
-    const InstanceName name = instance_name(c.config);
-    if (!matches(name.view(), filter)) continue;
-    const GemmResources r = estimate_resources(c.config);
-    std::printf("    %-60s %9d %8d %10d\n", name.c_str(), r.smem_bytes, r.threads, r.registers);
-    ++shown_valid;
-  }
-  std::printf("  pruned configs (%zu):\n", pruned);
-  for (const auto& c : candidates) {
-    if (c.verdict.ok()) continue;
-    const InstanceName name = instance_name(c.config);
-    if (!matches(name.view(), filter)) continue;
-    std::printf("    %-60s %s\n", name.c_str(), c.verdict.to_string().c_str());
-    ++shown_pruned;
-  }
-  std::string rules;
-  for (const auto& [rule, n] : by_rule) rules += (rules.empty() ? "" : ", ") + std::string(rule) + " " + std::to_string(n);
-  std::printf("  summary %.*s: %zu configs = %zu valid + %zu pruned%s%s", int(F::name.size()), F::name.data(),
-              candidates.size(), valid, pruned, rules.empty() ? "" : " (", rules.c_str());
-  std::printf("%s; %zu of the %zu valid in this binary's dispatch table", rules.empty() ? "" : ")", registered, valid);
-  if (!filter.empty()) std::printf("; shown with filter \"%s\": %zu valid, %zu pruned", filter.c_str(), shown_valid, shown_pruned);
-  std::printf("\n\n");
-
-  ++tot.families;
-  tot.configs += candidates.size();
-  tot.valid += valid;
-  tot.pruned += pruned;
-  tot.family_names.insert(std::string(F::name));
+  list_points<GemmPoint>(F::name, candidates, filter, tot);
 }
 
-// The same for a conv2d family: maths × iterators × block shapes (each with its warp tile, and its own stage count
-// or every entry of stages[]), pruned by the conv constraint model (the GEMM mainloop's rules plus the gather's).
+// A conv2d family: maths × iterators × block shapes (each with its warp tile, and its own stage count or every
+// entry of stages[]), pruned by the conv constraint model (the GEMM mainloop's rules plus the gather's).
 template <class F>
 void list_conv_family(const std::string& filter, Totals& tot) {
   static constexpr auto candidates = enumerate_conv_family<F>();
@@ -128,50 +150,7 @@ void list_conv_family(const std::string& filter, Totals& tot) {
   std::printf("  iterator   %s\n", join(F::iterators).c_str());
   std::printf("  block      %s   (BM x BN x BK, warp or warpgroup tile)\n", join(F::blocks).c_str());
   std::printf("  stages     %s   (blocks without their own count)\n", join(F::stages).c_str());
-
-  std::size_t valid = 0, pruned = 0, shown_valid = 0, shown_pruned = 0, registered = 0;
-  std::map<std::string, int> by_rule;
-  for (const auto& c : candidates) {
-    if (c.verdict.ok()) {
-      ++valid;
-      registered += conv_table().find(conv_instance_name(c.config).view()) != nullptr ? 1 : 0;
-    } else {
-      ++pruned;
-      ++by_rule[c.verdict.rule == ConvRule::gemm ? "gemm:" + std::string(rule_name(c.verdict.gemm.rule))
-                                                 : std::string(rule_name(c.verdict.rule))];
-    }
-  }
-  std::printf("  valid instances (%zu):\n", valid);
-  std::printf("    %-80s %9s %8s %10s\n", "name", "smem B", "threads", "regs(est)");
-  for (const auto& c : candidates) {
-    if (!c.verdict.ok()) continue;
-    const ConvInstanceName name = conv_instance_name(c.config);
-    if (!matches(name.view(), filter)) continue;
-    const GemmResources r = conv_resources(c.config);
-    std::printf("    %-80s %9d %8d %10d\n", name.c_str(), r.smem_bytes, r.threads, r.registers);
-    ++shown_valid;
-  }
-  std::printf("  pruned configs (%zu):\n", pruned);
-  for (const auto& c : candidates) {
-    if (c.verdict.ok()) continue;
-    const ConvInstanceName name = conv_instance_name(c.config);
-    if (!matches(name.view(), filter)) continue;
-    std::printf("    %-80s %s: %s\n", name.c_str(), std::string(rule_name(c.verdict.rule)).c_str(), c.verdict.describe().c_str());
-    ++shown_pruned;
-  }
-  std::string rules;
-  for (const auto& [rule, n] : by_rule) rules += (rules.empty() ? "" : ", ") + rule + " " + std::to_string(n);
-  std::printf("  summary %.*s: %zu configs = %zu valid + %zu pruned%s%s%s; %zu of the %zu valid in this binary's conv table",
-              int(F::name.size()), F::name.data(), candidates.size(), valid, pruned, rules.empty() ? "" : " (", rules.c_str(),
-              rules.empty() ? "" : ")", registered, valid);
-  if (!filter.empty()) std::printf("; shown with filter \"%s\": %zu valid, %zu pruned", filter.c_str(), shown_valid, shown_pruned);
-  std::printf("\n\n");
-
-  ++tot.families;
-  tot.configs += candidates.size();
-  tot.valid += valid;
-  tot.pruned += pruned;
-  tot.family_names.insert(std::string(F::name));
+  list_points<ConvPoint>(F::name, candidates, filter, tot);
 }
 
 // What a dispatch table of this binary holds (filled at static initialisation; no CUDA involved), against the
