@@ -184,3 +184,84 @@ TEST_CASE("explain model: the tactics in the tuner's measuring order, each insta
     for (const auto& r : x.ranked) CHECK(names.count(std::string(r.entry->name)) == 1);
   }
 }
+
+// ---- conv2d (--explain "conv ...") ----------------------------------------------------------------
+
+namespace {
+
+profile::ConvModelExplanation explain_conv(std::string_view line, const DeviceInfo& dev = profile::assumed_h200()) {
+  tools::ConvShapeProblem p;
+  std::string why;
+  REQUIRE_MESSAGE(tools::parse_conv_shape_line(line, p, why), why);
+  return profile::explain_conv_model(p.desc, p.alignment(), dev);
+}
+
+// Each conv table entry appears once: another math, cannot implement, or ranked; the families account for
+// every instance of this math.
+void check_conv_accounting(const profile::ConvModelExplanation& x) {
+  CHECK(x.table_size == conv_table().size());
+  std::size_t per_family = 0;
+  for (const auto& [fam, n] : x.other_math) per_family += n;
+  CHECK(per_family == x.other_math_total);
+  CHECK(x.other_math_total + x.cannot.size() + x.ranked.size() == x.table_size);
+  std::size_t valid = 0;
+  for (const auto& f : x.families) {
+    CAPTURE(f.family);
+    CHECK(f.relevant <= f.configs);
+    CHECK(f.valid + f.pruned.size() == f.relevant);
+    CHECK(f.in_table + f.not_in_table.size() == f.valid);
+    valid += f.valid;
+  }
+  CHECK(valid == x.cannot.size() + x.ranked.size());  // this binary holds every valid config of the default families
+  // The tactics: ranks 1..n, every ranked instance's default options among them.
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < x.tactics.size(); ++i) {
+    CHECK(x.tactics[i].rank == static_cast<int>(i + 1));
+    CHECK(names.insert(x.tactics[i].name).second);
+  }
+  for (const ConvKernelEntry* e : x.ranked) CHECK(names.count(std::string(e->name)) == 1);
+}
+
+}  // namespace
+
+TEST_CASE("explain conv model: 56x56 3x3 64->64 at N = 256 on the assumed H200") {
+  REQUIRE(conv_table().size() > 0);
+  const profile::ConvModelExplanation x = explain_conv("conv f16 256x56x56x64,64x3x3 bias_relu");
+  check_conv_accounting(x);
+  REQUIRE_FALSE(x.ranked.empty());
+  // The Hopper routes rank ahead of mma.sync; among them the cost model's first is the ping-pong 256x64 tile
+  // (the fastest on the H200 in session 18: 132.7 µs against 156.4 on the cooperative 256x64).
+  CHECK(is_sm90_iterator(x.ranked.front()->config.iterator));
+  CHECK(x.ranked.front()->name == "ktune_conv2d_fprop_sm90_wgmma_f16_tma_im2col_pp_256x64x64_w256x64_s5_a8");
+  CHECK(x.tactics.front().relative == doctest::Approx(1.0));
+  // Another math: the bf16 twins. Cannot: the 1x1 route (3x3 filters) and the first-layer instances (C = 64).
+  CHECK(x.other_math_total == x.table_size / 2);
+  std::size_t gemm1x1 = 0, first_layer = 0;
+  for (const auto& r : x.cannot) {
+    CAPTURE(r.name);
+    CHECK(r.code == StatusCode::unsupported);
+    if (r.reason.find("1x1 filters only") != std::string::npos) ++gemm1x1;
+    else if (r.reason.find("specialized for C =") != std::string::npos) ++first_layer;
+  }
+  CHECK(gemm1x1 > 0);
+  CHECK(first_layer > 0);
+  CHECK(gemm1x1 + first_layer == x.cannot.size());
+}
+
+TEST_CASE("explain conv model: on an sm80 device the Hopper instances cannot run, and say so") {
+  const profile::ConvModelExplanation x = explain_conv("conv bf16 32x28x28x128,128x3x3 bias_relu", a100_like());
+  check_conv_accounting(x);
+  REQUIRE_FALSE(x.ranked.empty());
+  for (const ConvKernelEntry* e : x.ranked) CHECK_FALSE(is_sm90_iterator(e->config.iterator));
+  std::size_t hopper = 0;
+  for (const auto& r : x.cannot) {
+    const ConvKernelEntry* e = conv_table().find(r.name);
+    REQUIRE(e != nullptr);
+    if (!is_sm90_iterator(e->config.iterator)) continue;
+    CAPTURE(r.name);
+    CAPTURE(r.reason);
+    CHECK(r.code != StatusCode::ok);
+    ++hopper;
+  }
+  CHECK(hopper > 0);
+}

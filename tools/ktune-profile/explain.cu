@@ -1,5 +1,6 @@
-// tools/ktune-profile/explain.cu — `ktune-profile --explain "bf16 tn 4096x4096x4096"`: why each
-// instance was pruned or lost, in the order a decision is made:
+// tools/ktune-profile/explain.cu — `ktune-profile --explain "bf16 tn 4096x4096x4096"` (or a conv line,
+// "conv f16 32x56x56x64,64x3x3 bias_relu"): why each instance was pruned or lost, in the order a decision
+// is made:
 //   1. the constraint model (compile time): configs of the default families for the problem's math
 //      and layouts that were never instantiated, with the rule that rejected each;
 //   2. the dispatch table: instances that cannot implement the problem (alignment, device), with
@@ -20,6 +21,7 @@
 #include "explain_model.hpp"
 #include "ktune/device.hpp"
 #include "ktune/tuner/cuda_backend.hpp"
+#include "ktune/tuner/conv_cuda_backend.hpp"
 #include "ktune/tuner/tuner.hpp"
 #include "profile.hpp"
 
@@ -98,9 +100,10 @@ void print_ranking(const ModelExplanation& x, int max_candidates) {
   }
 }
 
-void print_report(const tuner::TuningReport& r, const ModelExplanation& x, const DeviceInfo& dev) {
-  std::map<std::string, double, std::less<>> rel;
-  for (const RankedTactic& c : x.tactics) rel[c.name] = c.relative;
+// The tuner's report of the measured tactics; `rel`: each tactic's relative model cost, `pick`: the heuristic's
+// choice (its instance name).
+void print_report(const tuner::TuningReport& r, const std::map<std::string, double, std::less<>>& rel, const std::string& pick,
+                  const DeviceInfo& dev) {
   std::printf("\n3. Tuner on %s (cost-model order; measured on scratch buffers, validated against a reference)\n",
               dev.name.c_str());
   if (!r.method.empty()) std::printf("   method: %s\n", r.method.c_str());
@@ -119,7 +122,7 @@ void print_report(const tuner::TuningReport& r, const ModelExplanation& x, const
                                ? fmt("%+.1f%%", 100.0 * (t.ms / r.winner_ms - 1.0))
                                : "";
     std::string status = status_text(t);
-    if (!x.ranked.empty() && t.name == x.ranked.front().entry->name) status += " [heuristic pick]";
+    if (t.name == pick) status += " [heuristic pick]";
     if (!std::isnan(t.rel_error)) status += fmt(" (err %.1e)", t.rel_error);
     if (t.repeats > 0) status += " x" + std::to_string(t.repeats);
     if (!t.detail.empty()) status += ": " + t.detail;
@@ -128,20 +131,120 @@ void print_report(const tuner::TuningReport& r, const ModelExplanation& x, const
   }
   if (cannot > 0) std::printf("   (%zu instances that cannot implement the problem: see part 2)\n", cannot);
   std::printf("   %s\n", tuner::summary_line(r).c_str());
-  if (r.source == tuner::Source::tuned && !x.ranked.empty()) {
-    const std::string pick(x.ranked.front().entry->name);
+  if (r.source == tuner::Source::tuned && !pick.empty()) {
     for (const tuner::TacticRecord& t : r.records)
       if (t.name == pick && !std::isnan(t.ms) && t.ms > 0 && r.winner_ms > 0)
         std::printf("   the heuristic pick (%s) reaches %.0f%% of the winner's speed\n", pick.c_str(), 100.0 * r.winner_ms / t.ms);
   }
 }
 
+// ---- conv2d --------------------------------------------------------------------------------------
+
+void print_conv_model(const ConvModelExplanation& x, const Conv2dDesc& d) {
+  std::printf("\n1. Constraint model (compile time): configs of the default conv families that compute %s\n",
+              maths_serving(required_math(d)).c_str());
+  std::size_t relevant = 0, valid = 0, pruned = 0;
+  for (const ConvFamilyModel& f : x.families) {
+    relevant += f.relevant;
+    valid += f.valid;
+    pruned += f.pruned.size();
+    if (f.relevant == 0) {
+      std::printf("   %-30s none of its %zu configs\n", f.family.c_str(), f.configs);
+      continue;
+    }
+    std::printf("   %-30s %zu of its %zu configs: %zu instantiated, %zu pruned\n", f.family.c_str(), f.relevant, f.configs,
+                f.valid, f.pruned.size());
+    for (const auto& [name, reason] : f.pruned) std::printf("     pruned  %-72s %s\n", name.c_str(), reason.c_str());
+    for (const std::string& n : f.not_in_table) std::printf("     valid but not in this binary's conv table: %s\n", n.c_str());
+  }
+  std::printf("   total: %zu configs for this math, %zu instantiated, %zu pruned by the model\n", relevant, valid, pruned);
+}
+
+void print_conv_table(const ConvModelExplanation& x, const DeviceInfo& dev, const ConvAlignment& al) {
+  std::printf("\n2. Conv dispatch table: %zu instances in this binary; can_implement on %s, x/w/y vectors %d/%d/%d\n",
+              x.table_size, dev.name.c_str(), al.x, al.w, al.y);
+  if (x.other_math_total > 0) {
+    std::string per;
+    for (const auto& [fam, n] : x.other_math) per += (per.empty() ? "" : ", ") + fam + " " + std::to_string(n);
+    std::printf("   %zu compute another math (%s)\n", x.other_math_total, per.c_str());
+  }
+  std::printf("   %zu for this math cannot implement it%s\n", x.cannot.size(), x.cannot.empty() ? "" : ":");
+  for (const Rejection& r : x.cannot)
+    std::printf("     %-76s %s: %s\n", r.name.c_str(), std::string(to_string(r.code)).c_str(), r.reason.c_str());
+  std::printf("   %zu can implement it\n", x.ranked.size());
+}
+
+void print_conv_ranking(const ConvModelExplanation& x, int max_candidates) {
+  std::printf("\n3. Heuristic order of the tactics (instance @ launch options; by the gather's rank, then the mma.sync tile\n"
+              "   policy's mismatch, then the cost model: sm90_conv_cost for the Hopper routes, the GEMM model for mma.sync;\n"
+              "   rel.cost against the best of the same gather rank): the tuner measures the top %s in this order; the\n"
+              "   heuristic choice is %s\n",
+              max_candidates > 0 ? std::to_string(max_candidates).c_str() : "(all)",
+              x.ranked.empty() ? "-" : std::string(x.ranked.front()->name).c_str());
+  std::printf("   %4s  %-84s %6s %8s %9s  %s\n", "rank", "tactic", "gather", "mismatch", "rel.cost", "tuner");
+  for (const ConvRankedTactic& r : x.tactics) {
+    const bool measured = max_candidates <= 0 || r.rank <= max_candidates;
+    const bool heuristic = !x.ranked.empty() && r.name == x.ranked.front()->name;
+    const std::string what = measured ? "measured" + std::string(heuristic ? " (heuristic pick)" : "")
+                                      : "pruned by model (rank " + std::to_string(r.rank) + " > max_candidates " +
+                                            std::to_string(max_candidates) + ")";
+    std::printf("   %4d  %-84s %6d %8d %9s  %s\n", r.rank, r.name.c_str(), r.key.gather, r.key.mismatch,
+                fmt("%.2f", r.relative).c_str(), what.c_str());
+  }
+}
+
+int explain_conv(const ExplainOptions& opt, const tuner::TunerOptions& topt, bool gpu, const DeviceInfo& dev) {
+  const Conv2dDesc& d = opt.conv->desc;
+  const ConvAlignment al = opt.conv->alignment();
+  std::printf("ktune-profile --explain: %s\n", opt.conv->name().c_str());
+  std::printf("   key     %s\n", tuner::to_string(opt.conv->key()).c_str());
+  const ConvShape cs = conv_shape(d);
+  std::printf("   conv2d  y[%lldx%lldx%lldx%lld] %s = %s(x[%lldx%lldx%lldx%lld] NHWC * w[%lldx%lldx%lldx%lld] KRSC), math %s;"
+              " implicit GEMM %lldx%lldx%lld\n",
+              (long long)d.n, (long long)cs.p, (long long)cs.q, (long long)d.k, std::string(to_string(d.out_type)).c_str(),
+              tuner::epilogue_tag(tuner::epilogue_flags(d.epilogue), d.epilogue.activation).c_str(), (long long)d.n,
+              (long long)d.h, (long long)d.w, (long long)d.c, (long long)d.k, (long long)d.r, (long long)d.s, (long long)d.c,
+              std::string(to_string(required_math(d))).c_str(), (long long)cs.m, (long long)d.k, (long long)cs.kgemm);
+  std::printf("   vectors x/w/y %d/%d/%d elements (packed tensors, 256-byte aligned pointers)\n", al.x, al.w, al.y);
+  if (gpu)
+    std::printf("   device  %s (device %d)\n", device_line(dev).c_str(), dev.ordinal);
+  else
+    std::printf("   device  %s\n           no CUDA device found: parts 1-3 are shown for this assumed device; timings need a GPU\n",
+                device_line(dev).c_str());
+
+  const ConvModelExplanation x = explain_conv_model(d, al, dev);
+  print_conv_model(x, d);
+  print_conv_table(x, dev, al);
+  if (x.ranked.empty()) {
+    std::printf("\nno conv instance can implement this problem on %s\n", dev.name.c_str());
+    return 1;
+  }
+  if (!gpu) {
+    print_conv_ranking(x, topt.max_candidates);
+    std::printf("\nTimings need a GPU: no CUDA device found, nothing was measured. On a GPU, --explain runs the conv tuner on\n"
+                "this problem and reports each candidate's time, TF/s and status.\n");
+    return 0;
+  }
+  // Measured as ktune::conv2d's default tuner measures (CudaConvBackend's defaults).
+  tuner::Tuner t(std::make_shared<tuner::CudaBackend>(), &gemm_table(), topt, std::make_shared<tuner::CudaConvBackend>(),
+                 &conv_table());
+  tuner::TuningReport report;
+  const Status st = t.tune_conv(d, al, &report, /*force=*/true);
+  t.release_scratch();
+  if (!st.ok()) {
+    std::fprintf(stderr, "ktune-profile: tuning failed: %s\n", st.to_string().c_str());
+    print_conv_ranking(x, topt.max_candidates);
+    return 1;
+  }
+  std::map<std::string, double, std::less<>> rel;
+  for (const ConvRankedTactic& c : x.tactics) rel[c.name] = c.relative;
+  print_report(report, rel, std::string(x.ranked.front()->name), dev);
+  return report.source == tuner::Source::tuned ? 0 : 1;
+}
+
 }  // namespace
 
 int explain_problem(const ExplainOptions& opt) {
-  const tools::ShapeProblem& p = opt.problem;
-  const GemmDesc d = p.desc();
-  const GemmAlignment al = p.alignment();
 
   std::vector<std::string> env_warnings;
   tuner::TunerOptions topt = tuner::options_from_env({}, &env_warnings);
@@ -159,6 +262,10 @@ int explain_problem(const ExplainOptions& opt) {
     dev = assumed_h200();
   }
 
+  if (opt.conv) return explain_conv(opt, topt, gpu, dev);
+  const tools::ShapeProblem& p = opt.problem;
+  const GemmDesc d = p.desc();
+  const GemmAlignment al = p.alignment();
   const tuner::ProblemKey key = tuner::make_key(d, al, topt.m_bucketing);
   std::printf("ktune-profile --explain: %s\n", p.name().c_str());
   std::printf("   key     %s\n", tuner::to_string(key).c_str());
@@ -200,7 +307,9 @@ int explain_problem(const ExplainOptions& opt) {
     print_ranking(x, topt.max_candidates);
     return 1;
   }
-  print_report(report, x, dev);
+  std::map<std::string, double, std::less<>> rel;
+  for (const RankedTactic& c : x.tactics) rel[c.name] = c.relative;
+  print_report(report, rel, std::string(x.ranked.front().entry->name), dev);
   return report.source == tuner::Source::tuned ? 0 : 1;
 }
 

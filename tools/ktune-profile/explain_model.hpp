@@ -1,8 +1,8 @@
 // tools/ktune-profile/explain_model.hpp — the part of `ktune-profile --explain` that needs no GPU:
-// for one problem on one device (real or assumed), which configs of the default families the
-// constraint model pruned (and by which rule), which instances of the dispatch table cannot
-// implement the problem (and why), and how the cost model ranks the rest (the order in which the
-// tuner measures them, and which fall below its top-k). Host-only, header-only (host-tested).
+// for one problem (GEMM or conv2d) on one device (real or assumed), which configs of the default
+// families the constraint model pruned (and by which rule), which instances of the dispatch table
+// cannot implement the problem (and why), and how the cost model ranks the rest (the order in which
+// the tuner measures them, and which fall below its top-k). Host-only, header-only (host-tested).
 #pragma once
 #include <cstddef>
 #include <map>
@@ -13,6 +13,9 @@
 
 #include "default_families.hpp"
 #include "ktune/constraints.hpp"
+#include "ktune/conv/dispatch.hpp"
+#include "ktune/conv/family.hpp"
+#include "ktune/conv/tactics.hpp"
 #include "ktune/dispatch.hpp"
 #include "ktune/family.hpp"
 #include "ktune/gemm/heuristic.hpp"
@@ -92,24 +95,34 @@ struct ModelExplanation {
 
 namespace detail {
 
-template <class F>
-FamilyModel family_model(const GemmDesc& d, const GemmTable& table) {
-  static constexpr auto candidates = enumerate_family<F>();
-  FamilyModel fm;
-  fm.family = std::string(F::name);
+// One family's points that serve the problem (`serves`), counted into `fm` (configs, relevant, valid,
+// in_table); the pruned ones kept as `pruned_of(name, verdict)`, valid ones the table lacks by name.
+template <class Model, class Candidates, class Serves, class NameOf, class PrunedOf, class Table>
+void tally_family(Model& fm, const Candidates& candidates, Serves serves, NameOf name_of, PrunedOf pruned_of, const Table& table) {
   fm.configs = candidates.size();
   for (const auto& c : candidates) {
-    if (!serves_math_and_layout(c.config, d)) continue;
+    if (!serves(c.config)) continue;
     ++fm.relevant;
-    const InstanceName name = instance_name(c.config);
+    const auto name = name_of(c.config);
     if (!c.verdict.ok()) {
-      fm.pruned.push_back(PrunedConfig{std::string(name.view()), c.verdict});
+      fm.pruned.push_back(pruned_of(std::string(name.view()), c.verdict));
       continue;
     }
     ++fm.valid;
     if (table.find(name.view()) != nullptr) ++fm.in_table;
     else fm.not_in_table.push_back(std::string(name.view()));
   }
+}
+
+template <class F>
+FamilyModel family_model(const GemmDesc& d, const GemmTable& table) {
+  static constexpr auto candidates = enumerate_family<F>();
+  FamilyModel fm;
+  fm.family = std::string(F::name);
+  tally_family(
+      fm, candidates, [&](const GemmConfig& c) { return serves_math_and_layout(c, d); },
+      [](const GemmConfig& c) { return instance_name(c); },
+      [](std::string name, const Verdict& v) { return PrunedConfig{std::move(name), v}; }, table);
   return fm;
 }
 
@@ -153,6 +166,91 @@ inline ModelExplanation explain_model(const GemmDesc& desc, const GemmAlignment&
     r.entry = t.entry;
     r.rank = ++rank;
     r.relative = heuristic_cost(*t.entry, d, dev) * tactic_cost_factor(*t.entry, t.launch, d, dev) / best;
+    x.tactics.push_back(std::move(r));
+  }
+  return x;
+}
+
+// ---- conv2d ---------------------------------------------------------------------------------------
+
+// One default conv family, seen from the problem: its configs that compute the problem's math.
+struct ConvFamilyModel {
+  std::string family;
+  std::size_t configs = 0, relevant = 0, valid = 0, in_table = 0;  // as FamilyModel
+  std::vector<std::pair<std::string, std::string>> pruned;          // relevant configs the model rejected: name, reason
+  std::vector<std::string> not_in_table;                            // relevant valid configs this binary does not hold
+};
+
+// A conv tactic in the order the tuner measures them (Tuner::ranked_conv_tactics), with the heuristic's sort key
+// of its instance (conv_rank_key: the gather's rank, the mma.sync tile policy's mismatch, the cost model).
+struct ConvRankedTactic {
+  std::string name;
+  const ConvKernelEntry* entry = nullptr;
+  int rank = 0;
+  ConvRankKey key;
+  double relative = 1;  // key.cost over the best cost of the same gather rank (sm90_conv_cost and the GEMM model differ in scale)
+};
+
+struct ConvModelExplanation {
+  std::vector<ConvFamilyModel> families;
+  std::map<std::string, std::size_t> other_math;  // table entries of another math, per family
+  std::size_t other_math_total = 0;
+  std::vector<Rejection> cannot;                   // entries of this math that cannot run the problem, with the reason
+  std::vector<const ConvKernelEntry*> ranked;      // the rest, in the heuristic conv order (first: the heuristic's pick)
+  std::vector<ConvRankedTactic> tactics;           // every tactic of the ranked instances, in the tuner's measuring order
+  std::size_t table_size = 0;
+};
+
+namespace detail {
+
+template <class F>
+ConvFamilyModel conv_family_model(const Conv2dDesc& d, const ConvTable& table) {
+  static constexpr auto candidates = enumerate_conv_family<F>();
+  ConvFamilyModel fm;
+  fm.family = std::string(F::name);
+  tally_family(
+      fm, candidates, [&](const ConvConfig& c) { return math_implements(c.gemm.math, required_math(d)); },
+      [](const ConvConfig& c) { return conv_instance_name(c); },
+      [](std::string name, const ConvVerdict& v) { return std::pair{std::move(name), v.describe()}; }, table);
+  return fm;
+}
+
+}  // namespace detail
+
+// Explain conv problem `d` with alignment class `al` on `dev`.
+inline ConvModelExplanation explain_conv_model(const Conv2dDesc& d, const ConvAlignment& al, const DeviceInfo& dev,
+                                               const ConvTable& table = conv_table()) {
+  ConvModelExplanation x;
+  x.table_size = table.size();
+  std::apply([&](auto... fam) { (x.families.push_back(detail::conv_family_model<decltype(fam)>(d, table)), ...); },
+             DefaultConvFamilies{});
+  for (const ConvKernelEntry& e : table.entries()) {
+    if (!math_implements(e.config.gemm.math, required_math(d))) {
+      ++x.other_math[std::string(e.family)];
+      ++x.other_math_total;
+      continue;
+    }
+    const Status s = can_implement(e, d, al, &dev);
+    if (!s.ok()) x.cannot.push_back(Rejection{std::string(e.name), std::string(e.family), s.message(), s.code()});
+  }
+  // The tuner's own ranking (no backend needed: ranking only reads the table and the cost model).
+  const tuner::Tuner ranker(nullptr, &gemm_table(), {}, nullptr, &table);
+  x.ranked = ranker.ranked_conv_candidates(d, al, dev);
+  std::map<int, double> best_cost;  // per gather rank
+  for (const ConvKernelEntry* e : x.ranked) {
+    const ConvRankKey k = conv_rank_key(*e, d, dev);
+    auto [it, fresh] = best_cost.emplace(k.gather, k.cost);
+    if (!fresh && k.cost < it->second) it->second = k.cost;
+  }
+  int rank = 0;
+  for (const ConvTactic& t : ranker.ranked_conv_tactics(d, al, dev)) {
+    ConvRankedTactic r;
+    r.name = t.name;
+    r.entry = t.entry;
+    r.rank = ++rank;
+    r.key = conv_rank_key(*t.entry, d, dev);
+    const double best = best_cost[r.key.gather];
+    r.relative = best > 0 ? r.key.cost / best : 1.0;
     x.tactics.push_back(std::move(r));
   }
   return x;

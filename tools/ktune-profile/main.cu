@@ -7,7 +7,7 @@
 //   ktune-profile --gemm 4096x4096x4096 --dtype bf16 --layout tn --csv out.csv
 //   ktune-profile --conv 32x56x56x64,64x3x3 --dtype f16 --epilogue bias_relu
 //   ktune-profile --tune shapes.txt --cache out.ktune      offline pre-tuning (format: --help)
-//   ktune-profile --explain "bf16 tn 4096x4096x4096"       why each instance was pruned or lost
+//   ktune-profile --explain "bf16 tn 4096x4096x4096"       why each instance was pruned or lost (conv lines too)
 //   ktune-profile --tune-quality [shapes.txt]              the tuner's pick vs an exhaustive sweep
 #include <algorithm>
 #include <cstdio>
@@ -91,7 +91,8 @@ void usage(std::FILE* out) {
                "                         is merged: other keys, devices and builds stay; a key tuned again keeps\n"
                "                         the faster entry\n"
                "  --skip-cached          with --tune: do not re-tune keys OUT already has for this device and build\n"
-               "  --explain PROBLEM      one problem, written like a shapes-file line (e.g. \"bf16 tn 4096x4096x4096\"):\n"
+               "  --explain PROBLEM      one problem, written like a shapes-file line (e.g. \"bf16 tn 4096x4096x4096\"\n"
+               "                         or \"conv f16 32x56x56x64,64x3x3 bias_relu\"):\n"
                "                         the family configs the constraint model pruned and why, the instances\n"
                "                         that cannot implement it and why, the cost model's ranking and, on a GPU,\n"
                "                         the tuner's measurements (time, TF/s, selected / slower / failed\n"
@@ -302,14 +303,16 @@ int main(int argc, char** argv) {
   if (skip_cached) return usage_error("--skip-cached applies to --tune");
   if (explain) {
     if (cache) return usage_error("--cache does not apply to --explain (it neither reads nor writes a cache)");
-    if (std::string_view(*explain).substr(0, 5) == "conv " || *explain == "conv")
-      return usage_error("--explain takes a GEMM problem; conv2d problems are not explained yet (ktune-profile --conv SPEC "
-                         "prints the tuner's report of one)");
     if (auto bad = only("--explain", {"--explain", "--device", "--max-candidates"})) return usage_error(*bad);
     ktune::profile::ExplainOptions eo;
     std::string why;
-    if (!ktune::tools::parse_shape_line(*explain, eo.problem, why))
+    if (std::string_view(*explain).substr(0, 5) == "conv " || *explain == "conv") {
+      ktune::tools::ConvShapeProblem cp;
+      if (!ktune::tools::parse_conv_shape_line(*explain, cp, why)) return usage_error("--explain '" + *explain + "': " + why);
+      eo.conv = cp;
+    } else if (!ktune::tools::parse_shape_line(*explain, eo.problem, why)) {
       return usage_error("--explain '" + *explain + "': " + why);
+    }
     eo.device = device;
     eo.max_candidates = max_candidates;
     return ktune::profile::explain_problem(eo);

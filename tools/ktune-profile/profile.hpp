@@ -154,7 +154,8 @@ int tune_shapes(const TuneOptions& opt, const tools::ShapesFile& shapes);
 // Without a GPU the first parts are shown for an assumed H200. Returns 0, or 1 when no instance can
 // implement the problem or tuning failed.
 struct ExplainOptions {
-  tools::ShapeProblem problem;
+  tools::ShapeProblem problem;                  // a GEMM line, or
+  std::optional<tools::ConvShapeProblem> conv;  // a conv line ("conv f16 32x56x56x64,64x3x3 bias_relu")
   int device = -1;
   int max_candidates = -1;
 };
