@@ -35,6 +35,13 @@
 #include "ktune/gemm/kernel/sm90/tma.cuh"
 #include "ktune/gemm/resource_model.hpp"
 
+// Experimental (off by default; a GPU request turns it on for an A/B): the asynchronous box store of 16-bit D
+// (store_tile_async) stages each 8x64 box with two stmatrix.x4 per warp instead of eight 32-bit STS per thread,
+// as cuDNN's Hopper fprop epilogue does (STSM.16.M88.4) and as the wide store here already does.
+#ifndef KTUNE_SM90_STMATRIX_BOX_STORE
+#define KTUNE_SM90_STMATRIX_BOX_STORE 0
+#endif
+
 namespace ktune::kernel::sm90 {
 
 // The built-in epilogue's parameters say D = A·B: the store can skip the epilogue.
@@ -723,45 +730,6 @@ __device__ __forceinline__ void bulk_wait_read(int n) {
   }
 }
 
-// One consumer warp's part of a tile (16-row bands at row0 + 64·mi, WN columns from col0) through the
-// TMA, from `nboxes` (2..8) box buffers at `boxes`; `slot` is the buffer the next box goes to (warp-
-// uniform; 0 at the first tile, carried across tiles). One proxy fence and one store per box: packing
-// several boxes per fence (s5-batchB, a run-time batch with the stores issued in a loop) doubled the
-// kernel's code and ran 8192x8192x64 in 85-100 µs instead of 48.
-template <class ML, class TOut>
-__device__ __forceinline__ void store_tile_async(const CUtensorMap* map, typename ML::Accumulators& acc, char* boxes,
-                                                 int nboxes, int row0, int col0, int m, int n, int& slot) {
-  static_assert(sizeof(TOut) == 2 && sm90_async_store_fits<ML>, "16-bit D, 64-column boxes");
-  constexpr int box_cols = 64;
-  using Pair = decltype(epilogue::pack2<TOut>(0.0f, 0.0f));
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int mi = 0; mi < ML::MI; ++mi)
-#pragma unroll
-    for (int b = 0; b < ML::WN / box_cols; ++b)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {  // rows g (h = 0: accumulators 4j, 4j + 1) and g + 8 (4j + 2, 4j + 3)
-        const int rb = row0 + 64 * mi + sm90_store_box_rows * h, cb = col0 + box_cols * b;
-        if (rb >= m || cb >= n) continue;  // warp-uniform: the box lies outside D
-        char* buf = boxes + slot * sm90_store_box_bytes;
-        if (lane == 0) bulk_wait_read(nboxes - 1);
-        __syncwarp();  // the store issued from this buffer nboxes boxes ago has read it
-#pragma unroll
-        for (int j = 0; j < box_cols / 8; ++j) {
-          const int jj = (box_cols / 8) * b + j;
-          *reinterpret_cast<Pair*>(buf + g * sm90_store_box_cols_bytes + ((j ^ g) << 4) + 4 * t) =
-              epilogue::pack2<TOut>(acc[mi][4 * jj + 2 * h], acc[mi][4 * jj + 2 * h + 1]);
-        }
-        cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy writes → the TMA (async proxy)
-        __syncwarp();
-        if (lane == 0) {
-          tma_store_2d(map, cb, rb, buf);
-          cuda::ptx::cp_async_bulk_commit_group();
-        }
-        slot = slot + 1 == nboxes ? 0 : slot + 1;
-      }
-}
-
 // Two floats to D's packed pair with max(0, ·) in the same conversion (cvt.rn.relu.{f16,bf16}x2.f32;
 // hand PTX: no intrinsic). Same values as relu then pack: the conversion is monotonic, ReLU exact.
 template <class T>
@@ -790,6 +758,62 @@ __device__ __forceinline__ void stmatrix_x4(std::uint32_t addr, std::uint32_t r0
   asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0), "r"(r1), "r"(r2),
                "r"(r3)
                : "memory");
+}
+
+// One consumer warp's part of a tile (16-row bands at row0 + 64·mi, WN columns from col0) through the
+// TMA, from `nboxes` (2..8) box buffers at `boxes`; `slot` is the buffer the next box goes to (warp-
+// uniform; 0 at the first tile, carried across tiles). One proxy fence and one store per box: packing
+// several boxes per fence (s5-batchB, a run-time batch with the stores issued in a loop) doubled the
+// kernel's code and ran 8192x8192x64 in 85-100 µs instead of 48.
+template <class ML, class TOut>
+__device__ __forceinline__ void store_tile_async(const CUtensorMap* map, typename ML::Accumulators& acc, char* boxes,
+                                                 int nboxes, int row0, int col0, int m, int n, int& slot) {
+  static_assert(sizeof(TOut) == 2 && sm90_async_store_fits<ML>, "16-bit D, 64-column boxes");
+  constexpr int box_cols = 64;
+  using Pair = decltype(epilogue::pack2<TOut>(0.0f, 0.0f));
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int mi = 0; mi < ML::MI; ++mi)
+#pragma unroll
+    for (int b = 0; b < ML::WN / box_cols; ++b)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {  // rows g (h = 0: accumulators 4j, 4j + 1) and g + 8 (4j + 2, 4j + 3)
+        const int rb = row0 + 64 * mi + sm90_store_box_rows * h, cb = col0 + box_cols * b;
+        if (rb >= m || cb >= n) continue;  // warp-uniform: the box lies outside D
+        char* buf = boxes + slot * sm90_store_box_bytes;
+        if (lane == 0) bulk_wait_read(nboxes - 1);
+        __syncwarp();  // the store issued from this buffer nboxes boxes ago has read it
+#if KTUNE_SM90_STMATRIX_BOX_STORE
+        // The box's 8 rows as eight 8x8 matrices (columns 8j..8j+7) in two stmatrix.x4: lane l addresses row l % 8
+        // of matrix l / 8 (+ 4 in the second), at unit j ^ row of that row, as the STS path below writes them.
+        const std::uint32_t row_s = static_cast<std::uint32_t>(__cvta_generic_to_shared(buf)) + (lane & 7) * sm90_store_box_cols_bytes;
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          const int jj = (box_cols / 8) * b + 4 * q;  // the first of this store's four column groups
+          stmatrix_x4(row_s + ((((lane >> 3) + 4 * q) ^ (lane & 7)) << 4),
+                      pack2_bits<TOut>(acc[mi][4 * jj + 2 * h], acc[mi][4 * jj + 2 * h + 1]),
+                      pack2_bits<TOut>(acc[mi][4 * (jj + 1) + 2 * h], acc[mi][4 * (jj + 1) + 2 * h + 1]),
+                      pack2_bits<TOut>(acc[mi][4 * (jj + 2) + 2 * h], acc[mi][4 * (jj + 2) + 2 * h + 1]),
+                      pack2_bits<TOut>(acc[mi][4 * (jj + 3) + 2 * h], acc[mi][4 * (jj + 3) + 2 * h + 1]));
+        }
+        (void)g;
+        (void)t;
+#else
+#pragma unroll
+        for (int j = 0; j < box_cols / 8; ++j) {
+          const int jj = (box_cols / 8) * b + j;
+          *reinterpret_cast<Pair*>(buf + g * sm90_store_box_cols_bytes + ((j ^ g) << 4) + 4 * t) =
+              epilogue::pack2<TOut>(acc[mi][4 * jj + 2 * h], acc[mi][4 * jj + 2 * h + 1]);
+        }
+#endif
+        cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy writes → the TMA (async proxy)
+        __syncwarp();
+        if (lane == 0) {
+          tma_store_2d(map, cb, rb, buf);
+          cuda::ptx::cp_async_bulk_commit_group();
+        }
+        slot = slot + 1 == nboxes ? 0 : slot + 1;
+      }
 }
 
 // One consumer warp's part of a tile through the wide store (see sm90_wide_store_fits): per 16-row band
