@@ -14,3 +14,6 @@ KTUNE_REGISTER_CONV_FAMILY_PART(ktune::families::Sm90ConvGemm1x1Swap, 0, 1)
 KTUNE_REGISTER_CONV_FAMILY_PART(ktune::families::Sm90ConvIm2col, 0, 1)
 KTUNE_REGISTER_CONV_FAMILY_PART(ktune::families::Sm90ConvIm2colPingPong, 0, 1)
 KTUNE_REGISTER_CONV_FAMILY_PART(ktune::families::Sm90ConvIm2colSwap, 0, 1)
+#if defined(KTUNE_EXPERIMENTAL_CONV_K32) && KTUNE_EXPERIMENTAL_CONV_K32
+KTUNE_REGISTER_CONV_FAMILY_PART(ktune::families::Sm90ConvIm2colPingPongK32, 0, 1)  // BK = 32 (families.hpp)
+#endif

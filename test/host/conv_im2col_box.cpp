@@ -142,3 +142,28 @@ TEST_CASE("conv tma_im2col: the producer's division-free walk gives im2col_box's
     CHECK(bad == 0);
   }
 }
+
+TEST_CASE("conv tma_im2col: BK = 32 k-tiles (32 channels each) walk the same windows as BK = 64, twice per tap") {
+  const Conv2dDesc problems[] = {P(2, 9, 11, 64, 40, 3, 3, 1, 1), P(2, 11, 10, 72, 56, 3, 3, 1, 1, 2, 2),
+                                 P(2, 9, 10, 24, 20, 2, 3, 0, 2, 1, 3, 1, 2), P(1, 5, 5, 130, 32, 7, 7, 3, 3)};
+  for (const Conv2dDesc& d : problems) {
+    const ConvShape s = conv_shape(d);
+    const ConvTmaGeometry g64 = conv_tma_geometry(d), g32 = conv_tma_geometry(d, 32);
+    CAPTURE(d.c);
+    CHECK(g32.c_blocks == (d.c + 31) / 32);
+    CHECK(g32.k_tiles == d.r * d.s * g32.c_blocks);
+    Im2colWalkT<32> walk{};
+    int bad = 0;
+    for (std::int64_t m0 = 0; m0 < s.m; m0 += 256)
+      for (int kt = 0; kt < g32.k_tiles; ++kt) {
+        const Im2colBox b = im2col_box<32>(g32, static_cast<int>(m0), kt);
+        // the tap and the 32-channel block; the window (corner, image, filter offsets) of the 64-channel box there
+        const int tap = kt / g32.c_blocks, c0 = (kt % g32.c_blocks) * 32;
+        const Im2colBox w = im2col_box(g64, static_cast<int>(m0), tap * g64.c_blocks + c0 / 64);
+        bad += b.tap != tap || b.c0 != c0 || b.w != w.w || b.h != w.h || b.n != w.n || b.off_w != w.off_w || b.off_h != w.off_h;
+        const Im2colBox v = walk.box(g32, static_cast<int>(m0), kt);  // the producer's walk, in order
+        bad += v.tap != b.tap || v.c0 != b.c0 || v.w != b.w || v.h != b.h || v.n != b.n || v.off_w != b.off_w || v.off_h != b.off_h;
+      }
+    CHECK(bad == 0);
+  }
+}

@@ -105,6 +105,14 @@ TEST_CASE("sm90 model: wgmma tf32 uses BK = 32 (one 128-byte row of fp32), K-maj
   const Verdict vk = validate(wg({128, 256, 64}, {64, 256}, 3, 4), sm90);
   CHECK(vk.rule == Rule::swizzle_row_bytes);
   CHECK(vk.value == 256);
+  // 64-byte rows (the 64-byte swizzle): BK = 32 for 16-bit operands, both K-major; tf32 BK = 16 and MN-major
+  // operands (64-row boxes of 128-byte rows) keep the rule.
+  constexpr GemmConfig k32{90, MathOp::wgmma_f16, Layout::row, Layout::col, {256, 64, 32}, {256, 64}, 10, 8, WgSchedule::pingpong};
+  static_assert(validate(k32, sm90).ok());
+  static_assert(stage_bytes(k32) == (256 + 64) * 64);
+  CHECK(validate(GemmConfig{90, MathOp::wgmma_f16, Layout::col, Layout::col, {128, 128, 32}, {64, 128}, 8, 8}, sm90).rule ==
+        Rule::swizzle_row_bytes);
+  CHECK(validate(wg({128, 256, 16}, {64, 256}, 8, 4), sm90).rule == Rule::swizzle_row_bytes);
   // MN-major operands: wgmma has no transpose for 32-bit types.
   const Verdict vnt = validate(wg({128, 256, 32}, {64, 256}, 4, 4, Layout::col, Layout::col), sm90);
   CHECK(vnt.rule == Rule::wgmma_k_major);

@@ -209,4 +209,18 @@ struct Sm90ConvIm2colSwap {
   static constexpr int stages[] = {9};
 };
 
+// Experimental, not in the default table (src/instances/conv_sm90.cu registers it only when compiled with
+// KTUNE_EXPERIMENTAL_CONV_K32=1; scripts/gpu-requests/conv-k32): the ping-pong 256x64 tile with BK = 32 (32
+// channels per k-tile, 64-byte swizzle rows, 20 KB stages, 10 of them), the shape of cuDNN's fastest Hopper kernel
+// on 56² 3x3 64->64 (`tilesize256x64x32_warpgroupsize1x1x1`, 127 µs at N = 256 against 134.6 for ktune's BK = 64
+// tile under ncu, session 18). Twice the k-tiles: finer steps through the ring, twice the barrier traffic.
+struct Sm90ConvIm2colPingPongK32 {
+  static constexpr std::string_view name = "sm90_conv_tma_im2col_pingpong_k32";
+  static constexpr const ArchTraits& arch = sm90;
+  static constexpr MathOp maths[] = {MathOp::wgmma_f16};
+  static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::tma_im2col, 8, 0}};
+  static constexpr ConvBlockShape blocks[] = {{{256, 64, 32}, {256, 64}, 10, WgSchedule::pingpong}};
+  static constexpr int stages[] = {10};
+};
+
 }  // namespace ktune::families

@@ -228,8 +228,10 @@ constexpr Verdict validate_sm90(const GemmConfig& c, const ArchTraits& arch) {
   if (auto v = require(arch.has_wgmma, Rule::math_needs_arch, arch.cc, 90); !v.ok()) return v;
   if (auto v = require(swap_ab_violations(c) == 0, Rule::swap_ab_operands, swap_ab_violations(c), 0); !v.ok()) return v;
   if (auto v = require(sm90_mn_major_operands_unsupported(c) == 0, Rule::wgmma_k_major, sm90_mn_major_operands_unsupported(c), 0); !v.ok()) return v;
-  // One k-tile row is one 128-byte swizzle row: BK = 64 for 16-bit operands, 32 for fp32 (tf32).
-  if (auto v = require(c.tile.k * es == smem_layout::sm90_swizzle_bytes, Rule::swizzle_row_bytes, c.tile.k * es, smem_layout::sm90_swizzle_bytes); !v.ok()) return v;
+  // One k-tile row is one swizzle row: 128 bytes (BK = 64 for 16-bit operands, 32 for fp32 / tf32), or 64 bytes
+  // with the 64-byte swizzle (BK = 32, 16-bit, both operands K-major: the MN-major boxes are 64 K-rows deep).
+  const bool half_rows = c.tile.k * es == smem_layout::sm90_swizzle_bytes / 2 && es == 2 && c.a_k_contiguous() && c.b_k_contiguous();
+  if (auto v = require(c.tile.k * es == smem_layout::sm90_swizzle_bytes || half_rows, Rule::swizzle_row_bytes, c.tile.k * es, smem_layout::sm90_swizzle_bytes); !v.ok()) return v;
   if (auto v = require(c.warp.m > 0 && c.tile.m % c.warp.m == 0, Rule::warp_divides_tile, c.tile.m, c.warp.m); !v.ok()) return v;
   if (auto v = require(c.warp.n > 0 && c.tile.n % c.warp.n == 0, Rule::warp_divides_tile, c.tile.n, c.warp.n); !v.ok()) return v;
   // Ping-pong consumers take turns on whole tiles: each warpgroup tile is the block tile.

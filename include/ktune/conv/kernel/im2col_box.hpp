@@ -22,6 +22,7 @@
 namespace ktune {
 
 inline constexpr int conv_tma_channels = 64;  // channels per k-tile: one 128-byte swizzle row of 16-bit
+// (a BK = 32 tile takes 32 channels per k-tile, one 64-byte swizzle row: the Channels arguments below)
 
 // What the producer thread needs to turn (output tile, k-tile) into TMA coordinates.
 struct ConvTmaGeometry {
@@ -30,11 +31,11 @@ struct ConvTmaGeometry {
   int pad_h, pad_w;
   int dil_h, dil_w;
   int s;                    // filter width
-  int c_blocks;             // 64-channel blocks per filter tap: ⌈C / 64⌉
+  int c_blocks;             // channel blocks (of the tile's BK channels) per filter tap: ⌈C / BK⌉
   int k_tiles;              // R·S·c_blocks
 };
 
-inline ConvTmaGeometry conv_tma_geometry(const Conv2dDesc& d) {
+inline ConvTmaGeometry conv_tma_geometry(const Conv2dDesc& d, int channels = conv_tma_channels) {
   const ConvShape s = conv_shape(d);
   ConvTmaGeometry g{};
   g.pq = static_cast<int>(s.p * s.q);
@@ -46,7 +47,7 @@ inline ConvTmaGeometry conv_tma_geometry(const Conv2dDesc& d) {
   g.dil_h = static_cast<int>(d.dil_h);
   g.dil_w = static_cast<int>(d.dil_w);
   g.s = static_cast<int>(d.s);
-  g.c_blocks = static_cast<int>((d.c + conv_tma_channels - 1) / conv_tma_channels);
+  g.c_blocks = static_cast<int>((d.c + channels - 1) / channels);
   g.k_tiles = static_cast<int>(d.r * d.s) * g.c_blocks;
   return g;
 }
@@ -87,9 +88,10 @@ struct Im2colBox {
   std::uint16_t off_w, off_h;
 };
 
+template <int Channels = conv_tma_channels>
 KTUNE_CONV_HD inline Im2colBox im2col_box(const ConvTmaGeometry& g, int m0, int kt) {
   const int img = m0 / g.pq, pix = m0 - img * g.pq, p0 = pix / g.q, q0 = pix - p0 * g.q;
-  const int tap = kt / g.c_blocks, c0 = (kt - tap * g.c_blocks) * conv_tma_channels;
+  const int tap = kt / g.c_blocks, c0 = (kt - tap * g.c_blocks) * Channels;
   const int r = tap / g.s, s = tap - r * g.s;
   return {c0, q0 * g.stride_w - g.pad_w, p0 * g.stride_h - g.pad_h, img, tap,
           static_cast<std::uint16_t>(s * g.dil_w), static_cast<std::uint16_t>(r * g.dil_h)};
@@ -99,14 +101,15 @@ KTUNE_CONV_HD inline Im2colBox im2col_box(const ConvTmaGeometry& g, int m0, int 
 // (seek: a few divisions) at the first k-tile of each output tile and then steps to the next k-tile
 // (channel block, then filter column, then filter row). box(g, m0, kt) seeks when (m0, kt) is not the
 // walk's next position, so any call order gives im2col_box's answer.
-struct Im2colWalk {
+template <int Channels = conv_tma_channels>
+struct Im2colWalkT {
   int m0 = -1, kt = -1;  // the position box() returns next
   int w, h, n;           // filter-window corner of pixel m0 and its image
   int c0, tap, s;        // channel block start, tap r·S+s, filter column
   int off_w, off_h;      // s·dil_w, r·dil_h
 
   KTUNE_CONV_HD void seek(const ConvTmaGeometry& g, int m0_, int kt_) {
-    const Im2colBox b = im2col_box(g, m0_, kt_);
+    const Im2colBox b = im2col_box<Channels>(g, m0_, kt_);
     m0 = m0_;
     kt = kt_;
     w = b.w;
@@ -123,8 +126,8 @@ struct Im2colWalk {
     if (m0_ != m0 || kt_ != kt) seek(g, m0_, kt_);
     const Im2colBox b{c0, w, h, n, tap, static_cast<std::uint16_t>(off_w), static_cast<std::uint16_t>(off_h)};
     ++kt;  // step to the next k-tile
-    c0 += conv_tma_channels;
-    if (c0 >= g.c_blocks * conv_tma_channels) {
+    c0 += Channels;
+    if (c0 >= g.c_blocks * Channels) {
       c0 = 0;
       ++tap;
       off_w += g.dil_w;
@@ -137,5 +140,6 @@ struct Im2colWalk {
     return b;
   }
 };
+using Im2colWalk = Im2colWalkT<>;
 
 }  // namespace ktune

@@ -190,7 +190,7 @@ struct ConvIm2colProducer {
   // while the groups split K.
   unsigned multicast_group = 1;
   static constexpr unsigned max_multicast = conv_max_multicast;  // clusters of up to 8 (producer_max_multicast)
-  mutable Im2colWalk walk{};
+  mutable Im2colWalkT<C.tile.k> walk{};  // (BK channels per k-tile)
   __device__ __forceinline__ void prefetch() const {
     prefetch_tensor_map(x);
     prefetch_tensor_map(w);
@@ -289,7 +289,7 @@ inline CUtensorMapDataType tma_data_type(DType t) {
 // x (NHWC) as TMA's im2col tensor {C, W, H, N}: boxes of `pixels` output positions × 64 channels. The
 // bounding box of filter-window corners runs from −pad to (extent − 1) + pad − dil·(filter − 1) in W
 // and H (corners listed W first, like the dimensions), traversed with the convolution's stride.
-inline Status make_im2col_map(CUtensorMap& map, const Conv2dDesc& d, const void* x, int pixels) {
+inline Status make_im2col_map(CUtensorMap& map, const Conv2dDesc& d, const void* x, int pixels, int channels = conv_tma_channels) {
   PFN_cuTensorMapEncodeIm2col_v12000 encode = nullptr;
   KTUNE_RETURN_IF_ERROR(im2col_map_encoder(encode));
   const Im2colMapShape m = im2col_map_shape(d);
@@ -297,8 +297,8 @@ inline Status make_im2col_map(CUtensorMap& map, const Conv2dDesc& d, const void*
   const cuuint64_t strides[3] = {m.strides[0], m.strides[1], m.strides[2]};
   const cuuint32_t elem_strides[4] = {m.elem_strides[0], m.elem_strides[1], m.elem_strides[2], m.elem_strides[3]};
   const CUresult r = encode(&map, tma_data_type(d.type), 4, const_cast<void*>(x), dims, strides, m.lower, m.upper,
-                            conv_tma_channels, static_cast<cuuint32_t>(pixels), elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                            static_cast<cuuint32_t>(channels), static_cast<cuuint32_t>(pixels), elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            tma_swizzle_for_row(static_cast<std::uint32_t>(channels * size_of(d.type))), CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return error(StatusCode::cuda_error, "cuTensorMapEncodeIm2col failed (CUresult " + std::to_string(int(r)) + ") for x " +
                                              std::to_string(d.n) + "x" + std::to_string(d.h) + "x" + std::to_string(d.w) +
@@ -306,18 +306,18 @@ inline Status make_im2col_map(CUtensorMap& map, const Conv2dDesc& d, const void*
   return {};
 }
 
-// The filters (KRSC) as a 3-D tiled tensor {C, R·S, K}: boxes of 64 channels × 1 tap × `rows` filters.
-inline Status make_filter_map(CUtensorMap& map, const Conv2dDesc& d, const void* w, int rows) {
+// The filters (KRSC) as a 3-D tiled tensor {C, R·S, K}: boxes of `channels` (the tile's BK) × 1 tap × `rows` filters.
+inline Status make_filter_map(CUtensorMap& map, const Conv2dDesc& d, const void* w, int rows, int channels = conv_tma_channels) {
   PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
   KTUNE_RETURN_IF_ERROR(tensor_map_encoder(encode));
   const std::uint64_t es = static_cast<std::uint64_t>(size_of(d.type));
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(d.c), static_cast<cuuint64_t>(d.r * d.s), static_cast<cuuint64_t>(d.k)};
   const cuuint64_t strides[2] = {d.c * es, d.r * d.s * d.c * es};
-  const cuuint32_t box[3] = {conv_tma_channels, 1, static_cast<cuuint32_t>(rows)};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(channels), 1, static_cast<cuuint32_t>(rows)};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
   const CUresult r = encode(&map, tma_data_type(d.type), 3, const_cast<void*>(w), dims, strides, box, elem_strides,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, tma_swizzle_for_row(static_cast<std::uint32_t>(channels * size_of(d.type))),
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return error(StatusCode::cuda_error, "cuTensorMapEncodeTiled failed (CUresult " + std::to_string(int(r)) +
                                              ") for filters " + std::to_string(d.k) + "x" + std::to_string(d.r) + "x" +
@@ -329,7 +329,8 @@ template <class CfgT, class Epi>
 Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& ep, const Conv2dOperands& ops,
                                const ConvLaunchOptions& opt, cudaStream_t stream) {
   constexpr GemmConfig C = CfgT::value.gemm;
-  static_assert(C.tile.k == conv_tma_channels, "one k-tile is one 128-byte row of 16-bit channels");
+  static_assert(C.tile.k == conv_tma_channels || C.tile.k == conv_tma_channels / 2,
+                "one k-tile is one 128-byte (or, BK = 32, 64-byte) row of 16-bit channels");
   constexpr auto kernel = conv_im2col_kernel<CfgT, Epi>;
   constexpr int smem = sm90_kernel_smem_bytes<ConvGemmConfig<CfgT>>;  // the model's, with the bias buffers
   static_assert(smem <= ::ktune::sm90.smem_optin_bytes, "the kernel's shared memory fits an sm90 block");
@@ -402,11 +403,11 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
 
   CUtensorMap tx, tw;
   if constexpr (swap) {  // boxes of BN pixels and BM filters; 16-bit y (the transposed store)
-    KTUNE_RETURN_IF_ERROR(make_im2col_map(tx, d, ops.x, C.tile.n));
-    KTUNE_RETURN_IF_ERROR(make_filter_map(tw, d, ops.w, C.tile.m));
+    KTUNE_RETURN_IF_ERROR(make_im2col_map(tx, d, ops.x, C.tile.n, C.tile.k));
+    KTUNE_RETURN_IF_ERROR(make_filter_map(tw, d, ops.w, C.tile.m, C.tile.k));
   } else {
-    KTUNE_RETURN_IF_ERROR(make_im2col_map(tx, d, ops.x, mc > 1 && !ML::pair_m ? C.tile.m / mc : C.tile.m));
-    KTUNE_RETURN_IF_ERROR(make_filter_map(tw, d, ops.w, mc > 1 && ML::pair_m ? C.tile.n / mc : C.tile.n));
+    KTUNE_RETURN_IF_ERROR(make_im2col_map(tx, d, ops.x, mc > 1 && !ML::pair_m ? C.tile.m / mc : C.tile.m, C.tile.k));
+    KTUNE_RETURN_IF_ERROR(make_filter_map(tw, d, ops.w, mc > 1 && ML::pair_m ? C.tile.n / mc : C.tile.n, C.tile.k));
   }
 
   GemmParams<typename Epi::Params> p{};
@@ -429,7 +430,7 @@ Status launch_conv_im2col_with(const Conv2dDesc& d, const typename Epi::Params& 
   // y (an M × K matrix, ld K) through the asynchronous TMA store where y and the epilogue allow it; the
   // wide store for tiles of few k-tiles (not in clusters: their rings are busy), as the GEMM's D.
   const int cluster = cluster_k * mc;
-  const ConvTmaGeometry geo = conv_tma_geometry(d);
+  const ConvTmaGeometry geo = conv_tma_geometry(d, C.tile.k);
   const Sm90DStore ys = sm90_d_store<C, conv_im2col_schedule<C>(), Epi>(d.out_type, ops.y, s.m, d.k, d.k, d.epilogue, split_k, cluster,
                                                                         geo.k_tiles, ops.bias);
 

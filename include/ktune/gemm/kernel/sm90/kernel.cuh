@@ -242,7 +242,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const Producer& producer, 
   static_assert(!Sch.swap_ab || (std::is_same_v<Epi, epilogue::Builtin> && !PingPong && !ClusterK && !SplitK),
                 "swap_ab: the built-in epilogue, cooperative consumers, no split-K (probes)");
   constexpr bool bias_mma_capable = !Sch.swap_ab && std::is_same_v<Epi, epilogue::Builtin> && std::is_same_v<Producer, GemmTmaProducer<C>> &&
-                                    sm90_wide_store_fits<ML> && !PingPong && ML::a_kc &&
+                                    sm90_wide_store_fits<ML> && !PingPong && ML::a_kc && ML::row_bytes == 128 &&
                                     wide_layout.buffers >= 2 && wide_layout.bias_mma &&
                                     (C.math == MathOp::wgmma_f16 || C.math == MathOp::wgmma_bf16);
   auto bias_mma_area = [&] { return wide_area() + wide_layout.bias_offset; };

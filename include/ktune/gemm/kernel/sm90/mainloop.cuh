@@ -1,8 +1,9 @@
 // ktune/gemm/kernel/sm90/mainloop.cuh — the Hopper mainloop of one BM×BN×BK k-tile: what the producer
 // loads (TMA boxes) and what each consumer warpgroup computes from it (wgmma on descriptors).
 //
-// Shared memory of one stage: A then B, every row one 128-byte swizzle row: BK = 64 16-bit elements
-// (f16, bf16) or 32 fp32 elements (tf32, K-major operands only).
+// Shared memory of one stage: A then B, every row one swizzle row of BK elements: 128 bytes (BK = 64 16-bit
+// elements, or 32 fp32 for tf32 with K-major operands only) with the 128-byte swizzle, or 64 bytes (BK = 32 16-bit
+// elements, K-major operands only) with the 64-byte swizzle (finer k-tiles: twice the stages in the same bytes).
 //   K-major A (row-major A): one TMA box {64 k, BM m}: row m at m·128 B.
 //   M-major A (column-major A): BM/64 boxes {64 m, 64 k}, 8 KB each: box i holds m 64i.., row k at k·128 B.
 //   B likewise with N (K-major = column-major B, N-major = row-major B).
@@ -31,8 +32,9 @@ struct WgmmaMainloop {
   static constexpr int elem_bytes = size_of(C.operand());  // 2 (f16, bf16) or 4 (tf32 reads fp32)
   static constexpr int instr_k = instr_shape(C.math).k;     // K of one wgmma: 16, or 8 for tf32
   static constexpr int k_steps = BK / instr_k;              // wgmma k-steps per k-tile
-  static constexpr int row_bytes = 128;                   // one 128-byte swizzle row = BK elements
-  static constexpr int atom_bytes = 1024;                 // 8 rows: one swizzle atom
+  static constexpr int row_bytes = BK * elem_bytes;       // one swizzle row = BK elements: 128 or 64 bytes
+  static constexpr std::uint32_t swizzle = row_bytes == 128 ? 1u : 2u;  // descriptor layout type: 128- / 64-byte swizzle
+  static constexpr int atom_bytes = 8 * row_bytes;        // 8 rows: one swizzle atom
   static constexpr int box_bytes = 64 * row_bytes;        // 64 rows: an m64 block (K-major) or a box (MN-major)
   static constexpr int mn_box_inner = row_bytes / elem_bytes;  // MN-major boxes: 64 MN elements (16-bit only)
   static constexpr int a_bytes = BM * row_bytes, b_bytes = BN * row_bytes;
@@ -40,7 +42,8 @@ struct WgmmaMainloop {
   // WN: a multiple of 16 (wgmma takes N in steps of 8; the staged epilogue's 16-column chunks and a
   // multicast half of a K-major B box, whole 8-row swizzle atoms, need 16), of 64 where B is MN-major
   // (whole 64-element TMA boxes). WN = 96 / 112 are probes (tools/sm90-probes), K-major B.
-  static_assert(BK * elem_bytes == row_bytes && WM % 64 == 0 && WN % 16 == 0 && (b_kc || WN % 64 == 0) && BK % instr_k == 0,
+  static_assert((row_bytes == 128 || (row_bytes == 64 && a_kc && b_kc && elem_bytes == 2)) && WM % 64 == 0 && WN % 16 == 0 &&
+                    (b_kc || WN % 64 == 0) && BK % instr_k == 0,
                 "the constraint model guarantees the shapes");
   static_assert(C.math != MathOp::wgmma_tf32 || (a_kc && b_kc), "the constraint model keeps tf32 K-major");
   // Descriptor address step (16-byte units) per k-step: instr_k elements (32 bytes) along a K-major
@@ -103,9 +106,9 @@ struct WgmmaMainloop {
   __device__ __forceinline__ static Descriptors descriptors(std::uint32_t ring, int wg) {
     const int r0 = wg_row0(wg), c0 = wg_col0(wg);
     Descriptors d;
-    d.a = a_kc ? make_smem_desc(ring + r0 * row_bytes, 16, atom_bytes)
+    d.a = a_kc ? make_smem_desc(ring + r0 * row_bytes, 16, atom_bytes, swizzle)
                : make_smem_desc(ring + (r0 / 64) * box_bytes, box_bytes, atom_bytes);
-    d.b = b_kc ? make_smem_desc(ring + a_bytes + c0 * row_bytes, 16, atom_bytes)
+    d.b = b_kc ? make_smem_desc(ring + a_bytes + c0 * row_bytes, 16, atom_bytes, swizzle)
                : make_smem_desc(ring + a_bytes + (c0 / 64) * box_bytes, box_bytes, atom_bytes);
     // Uniform across the warp by construction (they depend on the warpgroup only); a shuffle from lane 0
     // lets the compiler know, so they and the per-k-step descriptor arithmetic live in uniform registers

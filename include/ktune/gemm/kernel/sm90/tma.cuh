@@ -61,9 +61,15 @@ inline Status tensor_map_encoder(PFN_cuTensorMapEncodeTiled_v12000& out) {
   return {};
 }
 
+// The TMA swizzle of a k-tile row of `row_bytes` (the mainloop's layout: 128-byte rows, or 64-byte ones).
+inline CUtensorMapSwizzle tma_swizzle_for_row(std::uint32_t row_bytes) {
+  return row_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B;
+}
+
 // A 2D tensor map over a matrix of f16, bf16 or f32 elements: `inner` contiguous elements per row,
 // `outer` rows `ld` elements apart; boxes of box_inner × box_outer elements land in shared memory with
-// the 128-byte swizzle (box_inner · element size must be 128). Out-of-bounds box elements read as zero.
+// the 128-byte swizzle (box_inner · element size 128) or the 64-byte one (64: BK = 32 16-bit k-tiles).
+// Out-of-bounds box elements read as zero.
 // f32 is copied bit for bit (FLOAT32): wgmma .tf32 then reads each element's upper 19 bits; with
 // `tf32_map` the map says TFLOAT32 instead: the TMA rounds each element to tf32 (the GEMM kernel's
 // default for tf32, see uses_tf32_tensor_map).
@@ -79,7 +85,7 @@ inline Status make_tensor_map(CUtensorMap& map, DType t, const void* base, std::
                                  : t == DType::f32 ? (tf32_map ? CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32)
                                                    : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   const CUresult r = encode(&map, dt, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, tma_swizzle_for_row(box_inner * size_of(t)),
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return error(StatusCode::cuda_error, "cuTensorMapEncodeTiled failed (CUresult " + std::to_string(int(r)) +

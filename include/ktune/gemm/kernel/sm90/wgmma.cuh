@@ -18,9 +18,11 @@ namespace ktune::kernel::sm90 {
 // K-major operands: 128-byte rows (64 16-bit or 32 32-bit elements), 8-row atoms 1024 B apart (SBO);
 // LBO unused (1).
 // MN-major operands: 64-element MN blocks LBO apart, 8-row K groups SBO apart.
-__device__ __forceinline__ std::uint64_t make_smem_desc(std::uint32_t smem_addr, std::uint32_t lbo, std::uint32_t sbo) {
+// swizzle: the descriptor's layout type (bits 62-63): 1 = 128-byte swizzle, 2 = 64-byte swizzle.
+__device__ __forceinline__ std::uint64_t make_smem_desc(std::uint32_t smem_addr, std::uint32_t lbo, std::uint32_t sbo,
+                                                        std::uint32_t swizzle = 1) {
   return std::uint64_t((smem_addr & 0x3FFFF) >> 4) | (std::uint64_t((lbo & 0x3FFFF) >> 4) << 16) |
-         (std::uint64_t((sbo & 0x3FFFF) >> 4) << 32) | (std::uint64_t(1) << 62);
+         (std::uint64_t((sbo & 0x3FFFF) >> 4) << 32) | (std::uint64_t(swizzle & 3) << 62);
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
