@@ -22,7 +22,7 @@ enum class Rule {
   copy_divides_threads,    // a tile's vectors must spread evenly over the block's threads
   thread_tile_shape,       // SIMT thread tile must be 4 or 8 wide in M and N (float4 smem reads)
   // sm90 (TMA + wgmma) instances:
-  swizzle_row_bytes,       // BK·element size must be one 128-byte swizzle row
+  swizzle_row_bytes,       // BK·element size must be one 128-byte swizzle row (or 64 bytes: 16-bit, both K-major)
   warpgroups_in_range,     // 1 or 2 consumer warpgroups (plus the producer warpgroup)
   tma_box_extent,          // a TMA box extent (BM or BN) is at most 256 elements
   tma_alignment,           // TMA needs 16-byte aligned rows and base addresses: 16-byte vectors
@@ -93,7 +93,8 @@ struct Verdict {
         return n(value) + " vectors per tile do not divide evenly over " + n(limit) + " threads";
       case Rule::thread_tile_shape: return "thread tile extent " + n(value) + " is not 4 or 8";
       case Rule::swizzle_row_bytes:
-        return "BK spans " + n(value) + " bytes, the 128-byte swizzle needs exactly " + n(limit);
+        return "BK spans " + n(value) + " bytes, the 128-byte swizzle needs exactly " + n(limit) +
+               " (or 64 with the 64-byte swizzle: 16-bit operands, both K-major)";
       case Rule::warpgroups_in_range: return n(value) + " consumer warpgroups outside [1, " + n(limit) + "]";
       case Rule::tma_box_extent: return "TMA box extent " + n(value) + " exceeds " + n(limit) + " elements";
       case Rule::tma_alignment:

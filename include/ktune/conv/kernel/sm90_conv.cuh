@@ -286,7 +286,7 @@ inline CUtensorMapDataType tma_data_type(DType t) {
   return t == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
 }
 
-// x (NHWC) as TMA's im2col tensor {C, W, H, N}: boxes of `pixels` output positions × 64 channels. The
+// x (NHWC) as TMA's im2col tensor {C, W, H, N}: boxes of `pixels` output positions × `channels` (the tile's BK). The
 // bounding box of filter-window corners runs from −pad to (extent − 1) + pad − dil·(filter − 1) in W
 // and H (corners listed W first, like the dimensions), traversed with the convolution's stride.
 inline Status make_im2col_map(CUtensorMap& map, const Conv2dDesc& d, const void* x, int pixels, int channels = conv_tma_channels) {
@@ -297,8 +297,9 @@ inline Status make_im2col_map(CUtensorMap& map, const Conv2dDesc& d, const void*
   const cuuint64_t strides[3] = {m.strides[0], m.strides[1], m.strides[2]};
   const cuuint32_t elem_strides[4] = {m.elem_strides[0], m.elem_strides[1], m.elem_strides[2], m.elem_strides[3]};
   const CUresult r = encode(&map, tma_data_type(d.type), 4, const_cast<void*>(x), dims, strides, m.lower, m.upper,
-                            static_cast<cuuint32_t>(channels), static_cast<cuuint32_t>(pixels), elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                            tma_swizzle_for_row(static_cast<std::uint32_t>(channels * size_of(d.type))), CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                            static_cast<cuuint32_t>(channels), static_cast<cuuint32_t>(pixels), elem_strides,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, tma_swizzle_for_row(static_cast<std::uint32_t>(channels * size_of(d.type))),
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return error(StatusCode::cuda_error, "cuTensorMapEncodeIm2col failed (CUresult " + std::to_string(int(r)) + ") for x " +
                                              std::to_string(d.n) + "x" + std::to_string(d.h) + "x" + std::to_string(d.w) +
