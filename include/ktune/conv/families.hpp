@@ -179,12 +179,12 @@ struct Sm90ConvIm2col {
 // filter box (cuDNN's Hopper fprop has this schedule: tilesize256x64x64, warpgroupsize1x1x1). H200 s18, 56²
 // 64->64 3x3: 132.7 µs at N = 256 (cooperative 256x64 156.4, cuDNN fused ~126), 21.1 at N = 32 (22.7); 56²
 // 64->64 1x1 at N = 32 9.0 (9.5). (A swap-AB 64x256 im2col tile, 212 registers, was timed beside it and never
-// won: 164.8 µs on that 3x3 layer at N = 256.) bf16 twins since session 18 (the test build had room: ~5 min of
-// its 10; ~8 s of CPU per kernel).
+// won: 164.8 µs on that 3x3 layer at N = 256.) f16 only: bf16 twins compile (4 kernels, 140-168 registers, 0
+// spills, session 18) but wait for a GPU run before they join the default table.
 struct Sm90ConvIm2colPingPong {
   static constexpr std::string_view name = "sm90_conv_tma_im2col_pingpong";
   static constexpr const ArchTraits& arch = sm90;
-  static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
+  static constexpr MathOp maths[] = {MathOp::wgmma_f16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::tma_im2col, 8, 0}};
   static constexpr ConvBlockShape blocks[] = {{{128, 64, 64}, {128, 64}, 7, WgSchedule::pingpong},
                                               {{128, 128, 64}, {128, 128}, 5, WgSchedule::pingpong},
@@ -198,12 +198,12 @@ struct Sm90ConvIm2colPingPong {
 // orientation: 64x112 = 64 output channels x 112 output pixels. For the 3x3 layers with few pixels and long
 // K: H200 session 16, f16 GEMM 1568x512x4608 (7² 3×3 512→512 at N = 32 as a GEMM) ran 17.7 µs on the GEMM's
 // swap 64x112 against 24.7 on 128x128 and 20.3 on 64x128, while the im2col route's best tactic took 21.3
-// (cuDNN fused 16.4-16.9). f16 and bf16 (bf16 since session 18, as the ping-pong family); no split-K, multicast
-// or cluster split-K (the swap kernel's limits).
+// (cuDNN fused 16.4-16.9). f16 only (as the ping-pong family); no split-K, multicast or cluster split-K (the swap
+// kernel's limits).
 struct Sm90ConvIm2colSwap {
   static constexpr std::string_view name = "sm90_conv_tma_im2col_swap";
   static constexpr const ArchTraits& arch = sm90;
-  static constexpr MathOp maths[] = {MathOp::wgmma_f16, MathOp::wgmma_bf16};
+  static constexpr MathOp maths[] = {MathOp::wgmma_f16};
   static constexpr ConvIteratorSpec iterators[] = {{ConvIterator::tma_im2col, 8, 0}};
   static constexpr ConvBlockShape blocks[] = {{{64, 112, 64}, {64, 112}, 9, WgSchedule::swap_ab}};
   static constexpr int stages[] = {9};
