@@ -48,26 +48,32 @@ std::string status_text(const tuner::TacticRecord& t) {
   return std::string(tuner::to_string(t.status));
 }
 
-void print_model(const ModelExplanation& x, const GemmDesc& d) {
-  const MathOp req = required_math(d);
-  std::printf("\n1. Constraint model (compile time): configs of the default families that compute %s with layout %c%c\n",
-              maths_serving(req).c_str(), layout_letter(d.a_layout), layout_letter(d.b_layout));
+// Part 1's families (Point: family_points.hpp): family names `fw` wide, pruned config names `nw`; `table`
+// names the dispatch table, `serving` what the relevant configs compute.
+template <class Point, class V>
+void print_families(const std::vector<FamilyModelOf<V>>& families, int fw, int nw, const char* table, const char* serving) {
   std::size_t relevant = 0, valid = 0, pruned = 0;
-  for (const FamilyModel& f : x.families) {
+  for (const FamilyModelOf<V>& f : families) {
     relevant += f.relevant;
     valid += f.valid;
     pruned += f.pruned.size();
     if (f.relevant == 0) {
-      std::printf("   %-26s none of its %zu configs\n", f.family.c_str(), f.configs);
+      std::printf("   %-*s none of its %zu configs\n", fw, f.family.c_str(), f.configs);
       continue;
     }
-    std::printf("   %-26s %zu of its %zu configs: %zu instantiated, %zu pruned\n", f.family.c_str(), f.relevant, f.configs,
+    std::printf("   %-*s %zu of its %zu configs: %zu instantiated, %zu pruned\n", fw, f.family.c_str(), f.relevant, f.configs,
                 f.valid, f.pruned.size());
-    for (const PrunedConfig& p : f.pruned) std::printf("     pruned  %-58s %s\n", p.name.c_str(), p.verdict.to_string().c_str());
-    for (const std::string& n : f.not_in_table)
-      std::printf("     valid but not in this binary's dispatch table: %s\n", n.c_str());
+    for (const PrunedConfigOf<V>& p : f.pruned) std::printf("     pruned  %-*s %s\n", nw, p.name.c_str(), Point::reason(p.verdict).c_str());
+    for (const std::string& n : f.not_in_table) std::printf("     valid but not in this binary's %s: %s\n", table, n.c_str());
   }
-  std::printf("   total: %zu configs for this math and layout, %zu instantiated, %zu pruned by the model\n", relevant, valid, pruned);
+  std::printf("   total: %zu configs for %s, %zu instantiated, %zu pruned by the model\n", relevant, serving, valid, pruned);
+}
+
+void print_model(const ModelExplanation& x, const GemmDesc& d) {
+  const MathOp req = required_math(d);
+  std::printf("\n1. Constraint model (compile time): configs of the default families that compute %s with layout %c%c\n",
+              maths_serving(req).c_str(), layout_letter(d.a_layout), layout_letter(d.b_layout));
+  print_families<GemmPoint>(x.families, 26, 58, "dispatch table", "this math and layout");
 }
 
 void print_table(const ModelExplanation& x, const DeviceInfo& dev, const GemmAlignment& al) {
@@ -143,21 +149,7 @@ void print_report(const tuner::TuningReport& r, const std::map<std::string, doub
 void print_conv_model(const ConvModelExplanation& x, const Conv2dDesc& d) {
   std::printf("\n1. Constraint model (compile time): configs of the default conv families that compute %s\n",
               maths_serving(required_math(d)).c_str());
-  std::size_t relevant = 0, valid = 0, pruned = 0;
-  for (const ConvFamilyModel& f : x.families) {
-    relevant += f.relevant;
-    valid += f.valid;
-    pruned += f.pruned.size();
-    if (f.relevant == 0) {
-      std::printf("   %-30s none of its %zu configs\n", f.family.c_str(), f.configs);
-      continue;
-    }
-    std::printf("   %-30s %zu of its %zu configs: %zu instantiated, %zu pruned\n", f.family.c_str(), f.relevant, f.configs,
-                f.valid, f.pruned.size());
-    for (const auto& [name, reason] : f.pruned) std::printf("     pruned  %-72s %s\n", name.c_str(), reason.c_str());
-    for (const std::string& n : f.not_in_table) std::printf("     valid but not in this binary's conv table: %s\n", n.c_str());
-  }
-  std::printf("   total: %zu configs for this math, %zu instantiated, %zu pruned by the model\n", relevant, valid, pruned);
+  print_families<ConvPoint>(x.families, 30, 72, "conv table", "this math");
 }
 
 void print_conv_table(const ConvModelExplanation& x, const DeviceInfo& dev, const ConvAlignment& al) {

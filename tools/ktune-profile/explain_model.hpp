@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "default_families.hpp"
+#include "family_points.hpp"
 #include "ktune/constraints.hpp"
 #include "ktune/conv/dispatch.hpp"
 #include "ktune/conv/family.hpp"
@@ -43,21 +44,27 @@ inline bool serves_math_and_layout(const GemmConfig& c, const GemmDesc& d) {
   return math_implements(c.math, required_math(d)) && c.a_layout == d.a_layout && c.b_layout == d.b_layout;
 }
 
-struct PrunedConfig {
+template <class V>
+struct PrunedConfigOf {
   std::string name;
-  Verdict verdict;
+  V verdict;
 };
+using PrunedConfig = PrunedConfigOf<Verdict>;
 
-// One default family, seen from the problem: its configs for the problem's math and layouts.
-struct FamilyModel {
+// One default family (GEMM: V = Verdict; conv2d: ConvVerdict), seen from the problem: its configs for the
+// problem's math (GEMM: and layouts).
+template <class V>
+struct FamilyModelOf {
   std::string family;
   std::size_t configs = 0;     // every point of the family's product
-  std::size_t relevant = 0;    // of which compute this problem's math in its layouts
+  std::size_t relevant = 0;    // of which compute this problem's math (GEMM: in its layouts)
   std::size_t valid = 0;       // of the relevant, accepted by the constraint model (instances)
   std::size_t in_table = 0;    // of the valid, registered in this binary's dispatch table
-  std::vector<PrunedConfig> pruned;       // relevant configs the model rejected
+  std::vector<PrunedConfigOf<V>> pruned;  // relevant configs the model rejected
   std::vector<std::string> not_in_table;  // relevant valid configs this binary does not hold
 };
+using FamilyModel = FamilyModelOf<Verdict>;
+using ConvFamilyModel = FamilyModelOf<ConvVerdict>;
 
 struct Rejection {
   std::string name, family, reason;
@@ -95,34 +102,26 @@ struct ModelExplanation {
 
 namespace detail {
 
-// One family's points that serve the problem (`serves`), counted into `fm` (configs, relevant, valid,
-// in_table); the pruned ones kept as `pruned_of(name, verdict)`, valid ones the table lacks by name.
-template <class Model, class Candidates, class Serves, class NameOf, class PrunedOf, class Table>
-void tally_family(Model& fm, const Candidates& candidates, Serves serves, NameOf name_of, PrunedOf pruned_of, const Table& table) {
+// Family F's points (Point: family_points.hpp) that serve the problem, counted; the pruned ones kept with their
+// verdict, the valid ones `table` lacks by name.
+template <class Point, class F, class Serves, class Table>
+FamilyModelOf<typename Point::VerdictType> family_model(Serves serves, const Table& table) {
+  static constexpr auto candidates = Point::template enumerate<F>();
+  FamilyModelOf<typename Point::VerdictType> fm;
+  fm.family = std::string(F::name);
   fm.configs = candidates.size();
   for (const auto& c : candidates) {
     if (!serves(c.config)) continue;
     ++fm.relevant;
-    const auto name = name_of(c.config);
+    const auto name = Point::name(c.config);
     if (!c.verdict.ok()) {
-      fm.pruned.push_back(pruned_of(std::string(name.view()), c.verdict));
+      fm.pruned.push_back({std::string(name.view()), c.verdict});
       continue;
     }
     ++fm.valid;
     if (table.find(name.view()) != nullptr) ++fm.in_table;
     else fm.not_in_table.push_back(std::string(name.view()));
   }
-}
-
-template <class F>
-FamilyModel family_model(const GemmDesc& d, const GemmTable& table) {
-  static constexpr auto candidates = enumerate_family<F>();
-  FamilyModel fm;
-  fm.family = std::string(F::name);
-  tally_family(
-      fm, candidates, [&](const GemmConfig& c) { return serves_math_and_layout(c, d); },
-      [](const GemmConfig& c) { return instance_name(c); },
-      [](std::string name, const Verdict& v) { return PrunedConfig{std::move(name), v}; }, table);
   return fm;
 }
 
@@ -134,7 +133,9 @@ inline ModelExplanation explain_model(const GemmDesc& desc, const GemmAlignment&
   const GemmDesc d = resolved(desc);
   ModelExplanation x;
   x.table_size = table.size();
-  std::apply([&](auto... fam) { (x.families.push_back(detail::family_model<decltype(fam)>(d, table)), ...); }, DefaultFamilies{});
+  auto serves = [&](const GemmConfig& c) { return serves_math_and_layout(c, d); };
+  std::apply([&](auto... fam) { (x.families.push_back(detail::family_model<GemmPoint, decltype(fam)>(serves, table)), ...); },
+             DefaultFamilies{});
 
   for (const GemmKernelEntry& e : table.entries()) {
     if (!serves_math_and_layout(e.config, d)) {
@@ -173,14 +174,6 @@ inline ModelExplanation explain_model(const GemmDesc& desc, const GemmAlignment&
 
 // ---- conv2d ---------------------------------------------------------------------------------------
 
-// One default conv family, seen from the problem: its configs that compute the problem's math.
-struct ConvFamilyModel {
-  std::string family;
-  std::size_t configs = 0, relevant = 0, valid = 0, in_table = 0;  // as FamilyModel
-  std::vector<std::pair<std::string, std::string>> pruned;          // relevant configs the model rejected: name, reason
-  std::vector<std::string> not_in_table;                            // relevant valid configs this binary does not hold
-};
-
 // A conv tactic in the order the tuner measures them (Tuner::ranked_conv_tactics), with the heuristic's sort key
 // of its instance (conv_rank_key: the gather's rank, the mma.sync tile policy's mismatch, the cost model).
 struct ConvRankedTactic {
@@ -201,28 +194,13 @@ struct ConvModelExplanation {
   std::size_t table_size = 0;
 };
 
-namespace detail {
-
-template <class F>
-ConvFamilyModel conv_family_model(const Conv2dDesc& d, const ConvTable& table) {
-  static constexpr auto candidates = enumerate_conv_family<F>();
-  ConvFamilyModel fm;
-  fm.family = std::string(F::name);
-  tally_family(
-      fm, candidates, [&](const ConvConfig& c) { return math_implements(c.gemm.math, required_math(d)); },
-      [](const ConvConfig& c) { return conv_instance_name(c); },
-      [](std::string name, const ConvVerdict& v) { return std::pair{std::move(name), v.describe()}; }, table);
-  return fm;
-}
-
-}  // namespace detail
-
 // Explain conv problem `d` with alignment class `al` on `dev`.
 inline ConvModelExplanation explain_conv_model(const Conv2dDesc& d, const ConvAlignment& al, const DeviceInfo& dev,
                                                const ConvTable& table = conv_table()) {
   ConvModelExplanation x;
   x.table_size = table.size();
-  std::apply([&](auto... fam) { (x.families.push_back(detail::conv_family_model<decltype(fam)>(d, table)), ...); },
+  auto serves = [&](const ConvConfig& c) { return math_implements(c.gemm.math, required_math(d)); };
+  std::apply([&](auto... fam) { (x.families.push_back(detail::family_model<ConvPoint, decltype(fam)>(serves, table)), ...); },
              DefaultConvFamilies{});
   for (const ConvKernelEntry& e : table.entries()) {
     if (!math_implements(e.config.gemm.math, required_math(d))) {

@@ -11,11 +11,8 @@
 #include <tuple>
 #include <vector>
 
-#include "ktune/conv/dispatch.hpp"
-#include "ktune/conv/family.hpp"
-#include "ktune/dispatch.hpp"
-#include "ktune/family.hpp"
 #include "default_families.hpp"
+#include "family_points.hpp"
 #include "profile.hpp"
 
 namespace ktune::profile {
@@ -54,38 +51,17 @@ bool matches(std::string_view name, const std::string& filter) {
   return filter.empty() || name.find(filter) != std::string_view::npos;
 }
 
-// How --list reads a GEMM or a conv2d candidate: its name, the model's resources, the first rule it breaks and
-// why, and whether this binary's dispatch table holds it.
-struct GemmPoint {
-  static InstanceName name(const GemmConfig& c) { return instance_name(c); }
-  static GemmResources resources(const GemmConfig& c) { return estimate_resources(c); }
-  static std::string rule(const Verdict& v) { return std::string(rule_name(v.rule)); }
-  static std::string reason(const Verdict& v) { return v.to_string(); }
-  static bool registered(const GemmConfig& c) { return gemm_table().find(instance_name(c).view()) != nullptr; }
-  static constexpr int name_width = 60;
-};
-struct ConvPoint {
-  static ConvInstanceName name(const ConvConfig& c) { return conv_instance_name(c); }
-  static GemmResources resources(const ConvConfig& c) { return conv_resources(c); }
-  static std::string rule(const ConvVerdict& v) {
-    return v.rule == ConvRule::gemm ? "gemm:" + std::string(rule_name(v.gemm.rule)) : std::string(rule_name(v.rule));
-  }
-  static std::string reason(const ConvVerdict& v) { return rule(v) + ": " + v.describe(); }
-  static bool registered(const ConvConfig& c) { return conv_table().find(conv_instance_name(c).view()) != nullptr; }
-  static constexpr int name_width = 80;
-};
-
 // Every point of a family's product: the valid ones with their resources, the pruned ones with the rule and the
 // reason, then a summary line; adds the family to the totals.
+// (Point: family_points.hpp; names `w` wide.)
 template <class Point, class Candidates>
-void list_points(std::string_view family, const Candidates& candidates, const std::string& filter, Totals& tot) {
-  constexpr int w = Point::name_width;
+void list_points(std::string_view family, const Candidates& candidates, const std::string& filter, int w, Totals& tot) {
   std::size_t valid = 0, pruned = 0, shown_valid = 0, shown_pruned = 0, registered = 0;
   std::map<std::string, int> by_rule;
   for (const auto& c : candidates) {
     if (c.verdict.ok()) {
       ++valid;
-      registered += Point::registered(c.config) ? 1 : 0;
+      registered += Point::table().find(Point::name(c.config).view()) != nullptr ? 1 : 0;
     } else {
       ++pruned;
       ++by_rule[Point::rule(c.verdict)];
@@ -122,7 +98,7 @@ void list_points(std::string_view family, const Candidates& candidates, const st
 template <class F>
 void list_family(const std::string& filter, Totals& tot) {
   // Evaluated by the compiler: the listing is exactly what the constraint model decided at build time.
-  static constexpr auto candidates = enumerate_family<F>();
+  static constexpr auto candidates = GemmPoint::enumerate<F>();
   const ArchTraits& a = F::arch;
   std::printf("family %.*s  (arch %.*s: %d B smem/block opt-in, %d regs/SM, %d regs/thread, %d threads/block)\n",
               int(F::name.size()), F::name.data(), int(a.name.size()), a.name.data(), a.smem_optin_bytes, a.regs_per_sm,
@@ -134,14 +110,14 @@ void list_family(const std::string& filter, Totals& tot) {
   std::printf("  warp       %s   (WM x WN)\n", join(F::warps).c_str());
   std::printf("  stages     %s\n", join(F::stages).c_str());
   std::printf("  align      %s   (elements per A/B vector access)\n", join(F::aligns).c_str());
-  list_points<GemmPoint>(F::name, candidates, filter, tot);
+  list_points<GemmPoint>(F::name, candidates, filter, 60, tot);
 }
 
 // A conv2d family: maths × iterators × block shapes (each with its warp tile, and its own stage count or every
 // entry of stages[]), pruned by the conv constraint model (the GEMM mainloop's rules plus the gather's).
 template <class F>
 void list_conv_family(const std::string& filter, Totals& tot) {
-  static constexpr auto candidates = enumerate_conv_family<F>();
+  static constexpr auto candidates = ConvPoint::enumerate<F>();
   const ArchTraits& a = F::arch;
   std::printf("conv family %.*s  (arch %.*s: %d B smem/block opt-in)%s\n", int(F::name.size()), F::name.data(),
               int(a.name.size()), a.name.data(), a.smem_optin_bytes,
@@ -150,7 +126,7 @@ void list_conv_family(const std::string& filter, Totals& tot) {
   std::printf("  iterator   %s\n", join(F::iterators).c_str());
   std::printf("  block      %s   (BM x BN x BK, warp or warpgroup tile)\n", join(F::blocks).c_str());
   std::printf("  stages     %s   (blocks without their own count)\n", join(F::stages).c_str());
-  list_points<ConvPoint>(F::name, candidates, filter, tot);
+  list_points<ConvPoint>(F::name, candidates, filter, 80, tot);
 }
 
 // What a dispatch table of this binary holds (filled at static initialisation; no CUDA involved), against the
