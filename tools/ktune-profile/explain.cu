@@ -42,6 +42,15 @@ std::string device_line(const DeviceInfo& dev) {
          " KB) shared memory per block, L2 " + std::to_string(dev.l2_bytes >> 20) + " MiB";
 }
 
+// The header's device line: the GPU measured on, or the device assumed without one.
+void print_device(bool gpu, const DeviceInfo& dev) {
+  if (gpu)
+    std::printf("   device  %s (device %d)\n", device_line(dev).c_str(), dev.ordinal);
+  else
+    std::printf("   device  %s\n           no CUDA device found: parts 1-3 are shown for this assumed device; timings need a GPU\n",
+                device_line(dev).c_str());
+}
+
 // The tactic status as --explain words it: a measured instance that lost is "slower".
 std::string status_text(const tuner::TacticRecord& t) {
   if (t.status == tuner::TacticStatus::measured) return "slower";
@@ -198,11 +207,7 @@ int explain_conv(const ExplainOptions& opt, const tuner::TunerOptions& topt, boo
               (long long)d.h, (long long)d.w, (long long)d.c, (long long)d.k, (long long)d.r, (long long)d.s, (long long)d.c,
               std::string(to_string(required_math(d))).c_str(), (long long)cs.m, (long long)d.k, (long long)cs.kgemm);
   std::printf("   vectors x/w/y %d/%d/%d elements (packed tensors, 256-byte aligned pointers)\n", al.x, al.w, al.y);
-  if (gpu)
-    std::printf("   device  %s (device %d)\n", device_line(dev).c_str(), dev.ordinal);
-  else
-    std::printf("   device  %s\n           no CUDA device found: parts 1-3 are shown for this assumed device; timings need a GPU\n",
-                device_line(dev).c_str());
+  print_device(gpu, dev);
 
   const ConvModelExplanation x = explain_conv_model(d, al, dev);
   print_conv_model(x, d);
@@ -268,11 +273,7 @@ int explain_problem(const ExplainOptions& opt) {
               std::string(to_string(required_math(d))).c_str(), (long long)d.lda, (long long)d.ldb, (long long)d.ldd);
   std::printf("   vectors A/B/D %d/%d/%d elements (%s)\n", al.a, al.b, al.d,
               p.align ? "align= given" : "packed leading dimensions, 256-byte aligned pointers");
-  if (gpu)
-    std::printf("   device  %s (device %d)\n", device_line(dev).c_str(), dev.ordinal);
-  else
-    std::printf("   device  %s\n           no CUDA device found: parts 1-3 are shown for this assumed device; timings need a GPU\n",
-                device_line(dev).c_str());
+  print_device(gpu, dev);
 
   const ModelExplanation x = explain_model(d, al, dev);
   print_model(x, d);
